@@ -1,0 +1,102 @@
+package fakeprovider_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+func TestProvider_EnvdRouting(t *testing.T) {
+	ds := &daemons{}
+	f := newFixture(t, &fakeprovider.Options{NewDaemon: ds.new})
+	running := f.p.AddSandbox(fakeprovider.SandboxSeed{Secure: true})
+	paused := f.p.AddSandbox(fakeprovider.SandboxSeed{State: fakeprovider.StatePaused})
+	expiring := f.p.AddSandbox(fakeprovider.SandboxSeed{EndAt: t0.Add(time.Minute)})
+	killed := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	f.do("DELETE", "/sandboxes/"+killed, nil)
+	f.clock.Advance(2 * time.Minute)
+	domain, _ := f.p.Domain(running)
+
+	byHost := func(id string) map[string]string { return map[string]string{"Host": "49983-" + id + "." + domain} }
+	byHeader := func(id string) map[string]string { return map[string]string{"E2b-Sandbox-Id": id} }
+	tests := []struct {
+		name    string
+		method  string
+		path    string
+		headers map[string]string
+		status  int
+		msg     string
+	}{
+		{"host", "GET", "/health", byHost(running), 200, ""},
+		{"host with any domain", "POST", "/filesystem.Filesystem/Stat", map[string]string{"Host": "49983-" + running + ".e2b.app"}, 200, ""},
+		{"header", "POST", "/process.Process/Start", byHeader(running), 200, ""},
+		{"header with port", "GET", "/files", map[string]string{"E2b-Sandbox-Id": running, "E2b-Sandbox-Port": "49983"}, 200, ""},
+		{"path outside the table", "GET", "/envs", byHeader(running), 200, ""},
+		{"unknown sandbox", "GET", "/health", byHeader("inope"), 502, `The sandbox "inope" was not found`},
+		{"unknown sandbox by host", "GET", "/health", byHost("inope"), 502, `The sandbox "inope" was not found`},
+		{"paused", "GET", "/health", byHeader(paused), 502, `The sandbox "` + paused + `" is paused`},
+		{"expired", "GET", "/health", byHost(expiring), 502, `The sandbox "` + expiring + `" was not found`},
+		{"killed", "GET", "/health", byHeader(killed), 502, `The sandbox "` + killed + `" was not found`},
+		{"other port", "GET", "/", map[string]string{"Host": "8080-" + running + "." + domain}, 502, "The sandbox \"" + running + "\" is running but port 8080 is not open"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := f.doWith(tt.method, "https://ignored.example"+tt.path, nil, tt.headers)
+			if tt.status == 200 {
+				if res.status != 200 || string(res.body) != `{"daemon":"`+running+`"}` {
+					t.Errorf("%d %s", res.status, res.body)
+				}
+				return
+			}
+			wantError(t, f.p, res, tt.status, tt.msg)
+		})
+	}
+	if got, want := ds.get(running).requests(), []string{
+		"GET /health", "POST /filesystem.Filesystem/Stat", "POST /process.Process/Start", "GET /files", "GET /envs",
+	}; !slices.Equal(got, want) {
+		t.Errorf("daemon saw %q, want %q", got, want)
+	}
+	if !ds.get(expiring).isClosed() || !ds.get(killed).isClosed() || ds.get(running).isClosed() || ds.get(paused).isClosed() {
+		t.Error("daemons closed wrongly")
+	}
+	if cfg := ds.get(running).cfg; !strings.HasPrefix(cfg.AccessToken, "canary-envd-") || ds.get(paused).cfg.AccessToken != "" {
+		t.Errorf("access tokens %q / %q", cfg.AccessToken, ds.get(paused).cfg.AccessToken)
+	}
+
+	j := f.p.Journal()
+	if n := j.Count(sandbox.OpEnvdHealth); n != 6 {
+		t.Errorf("journal counts %d health calls, want 6", n)
+	}
+	for _, e := range j.ForSandbox(running) {
+		if !e.Envd && e.Op != sandbox.OpKillSandbox {
+			t.Errorf("entry %q for %s not marked envd", e.Op, running)
+		}
+	}
+	if e := j.Calls(sandbox.OpProcessStart); len(e) != 1 || e[0].SandboxID != running {
+		t.Errorf("Start entries %+v", e)
+	}
+	if e := j.Calls(""); len(e) != 2 || e[0].Path != "/envs" {
+		t.Errorf("unnamed envd entries %+v", e)
+	}
+
+	// Faults reach envd operations by name and sandbox.
+	f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpEnvdHealth, SandboxID: running, Status: 503, Times: 1})
+	wantError(t, f.p, f.doWith("GET", "https://x/health", nil, byHeader(running)), 503, "Service Unavailable")
+	if res := f.doWith("GET", "https://x/health", nil, byHeader(running)); res.status != 200 {
+		t.Errorf("after the fault: %d", res.status)
+	}
+}
+
+func TestProvider_EnvdWithoutDaemon(t *testing.T) {
+	f := newFixture(t, nil)
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	if rec, _ := f.p.Sandbox(id); rec.HasDaemon {
+		t.Error("sandbox has a daemon without NewDaemon")
+	}
+	wantError(t, f.p, f.doWith("GET", "https://x/health", nil, map[string]string{"E2b-Sandbox-Id": id}), http.StatusBadGateway, `The sandbox "`+id+`" has no daemon`)
+}

@@ -1,0 +1,259 @@
+package fakeprovider
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// DomainSuffix is the DNS suffix of every domain the fake hands out. Each
+// sandbox's domain is "canary-domain-<hex>.<DomainSuffix>", so a leaked
+// domain is recognisable and the envd host "49983-<id>.<domain>" stays a valid
+// DNS name.
+const DomainSuffix = "sandboxkit.test"
+
+// Default values of [Options].
+const (
+	// DefaultSandboxLimit is the default number of concurrently running
+	// sandboxes per account.
+	DefaultSandboxLimit = 100
+	// DefaultMaxTimeout is the default largest create/connect timeout (E2B Pro: 24 h).
+	DefaultMaxTimeout = 24 * time.Hour
+	// DefaultMaxLifetime is the default longest life of a sandbox, counted from its start.
+	DefaultMaxLifetime = 24 * time.Hour
+	// DefaultEnvdVersion is the envdVersion reported for templates that set none.
+	DefaultEnvdVersion = "0.4.3"
+	// DefaultCreateTimeout is the lifetime of a sandbox created without "timeout" (E2B: 15 s).
+	DefaultCreateTimeout = 15 * time.Second
+)
+
+// Options configures a [Provider]. The zero value of each field selects its
+// documented default; a nil *Options selects all defaults.
+type Options struct {
+	// APIKey is the only X-API-Key the fake accepts; it must start with
+	// "e2b_". If empty, a random "e2b_" + 40 hex digits key is generated;
+	// read it with [Provider.APIKey].
+	APIKey string
+	// Clock supplies the time. If nil, the system clock is used.
+	Clock Clock
+	// SandboxLimit is the number of sandboxes that may run at once; a create
+	// or resume beyond it gets 429. If zero, [DefaultSandboxLimit].
+	SandboxLimit int
+	// Templates maps a template alias to its build. If nil,
+	// [DefaultTemplates]. Creating a sandbox from a template that matches
+	// neither a key nor a Template.ID gives 404.
+	Templates map[string]Template
+	// MaxTimeout is the largest "timeout" accepted on create and connect. If
+	// zero, [DefaultMaxTimeout].
+	MaxTimeout time.Duration
+	// MaxLifetime caps every sandbox's endAt at startedAt+MaxLifetime. If
+	// zero, [DefaultMaxLifetime].
+	MaxLifetime time.Duration
+	// AcceptResources makes create accept "cpuCount" and "memoryMB" in the
+	// body, as an E2B-compatible provider that lets callers size sandboxes
+	// would. When false (E2B's own behaviour: resources are fixed per
+	// template build) either field gives 400.
+	AcceptResources bool
+	// NewDaemon builds the in-sandbox daemon (envd) of each sandbox, once
+	// when the sandbox is created or seeded; the daemon is closed when the
+	// sandbox is killed or expires. If nil, sandboxes have no daemon and every
+	// envd request gets 502.
+	NewDaemon func(DaemonConfig) Daemon
+}
+
+// A Template is the build a sandbox starts from. Its resources fill the
+// cpuCount, memoryMB and diskSizeMB of every sandbox created from it.
+type Template struct {
+	// ID is the template ID reported as "templateID". If empty, the alias
+	// (the key in [Options.Templates]) is used as the ID.
+	ID string
+	// CPUCount is the number of vCPUs.
+	CPUCount int
+	// MemoryMB is the memory in MiB.
+	MemoryMB int
+	// DiskSizeMB is the disk size in MiB.
+	DiskSizeMB int
+	// EnvdVersion is the daemon version reported as "envdVersion". If
+	// empty, [DefaultEnvdVersion].
+	EnvdVersion string
+}
+
+// DefaultTemplates returns the templates a Provider knows when
+// [Options.Templates] is nil: "base" (2 vCPU, 512 MiB memory, 512 MiB disk)
+// and "code-interpreter-v1" (2 vCPU, 1024 MiB memory, 1024 MiB disk).
+func DefaultTemplates() map[string]Template {
+	return map[string]Template{
+		"base":                {ID: "rki5dems9wqfm4r03t7g", CPUCount: 2, MemoryMB: 512, DiskSizeMB: 512, EnvdVersion: DefaultEnvdVersion},
+		"code-interpreter-v1": {ID: "nlhz8vlwyupq845jsdg9", CPUCount: 2, MemoryMB: 1024, DiskSizeMB: 1024, EnvdVersion: DefaultEnvdVersion},
+	}
+}
+
+// A Daemon is one sandbox's in-sandbox daemon (envd). The Provider forwards
+// to it every envd request for its sandbox, and calls Close once when the
+// sandbox is killed or expires.
+type Daemon interface {
+	http.Handler
+	// Close releases the daemon; in-flight requests should end soon after.
+	Close()
+}
+
+// DaemonConfig tells [Options.NewDaemon] which sandbox it serves.
+type DaemonConfig struct {
+	// SandboxID is the sandbox's ID.
+	SandboxID string
+	// AccessToken is the envdAccessToken the daemon must require in
+	// X-Access-Token; "" when the sandbox was not created with secure: true.
+	AccessToken string
+	// EnvVars are the sandbox's environment variables: the create request's
+	// envVars plus one canary entry.
+	EnvVars map[string]string
+}
+
+// A Provider is an in-memory, E2B-compatible control plane. It is an
+// [http.Handler] serving both the control-plane API and, for requests
+// addressed to a sandbox, that sandbox's daemon. Reach it in-process with
+// [Provider.HTTPClient], [Provider.RoundTripper] or [Provider.Register], or
+// over loopback with [Provider.Listen] or [Provider.Start]. It is safe for
+// concurrent use.
+type Provider struct {
+	apiKey          string
+	clock           Clock
+	limit           int
+	templates       map[string]Template
+	maxTimeout      time.Duration
+	maxLifetime     time.Duration
+	acceptResources bool
+	newDaemon       func(DaemonConfig) Daemon
+
+	controlMux *http.ServeMux
+	envdMux    *http.ServeMux
+
+	journal  *Journal
+	faults   faultTable
+	canaries canaryBook
+
+	mu        sync.Mutex
+	sandboxes map[string]*sandboxRecord
+}
+
+// New returns a Provider configured by opts; nil opts selects all defaults.
+// It panics when opts.APIKey is set but lacks E2B's "e2b_" prefix (such a
+// key could never be accepted).
+func New(opts *Options) *Provider {
+	if opts == nil {
+		opts = &Options{}
+	}
+	p := &Provider{
+		apiKey:          opts.APIKey,
+		clock:           opts.Clock,
+		limit:           opts.SandboxLimit,
+		maxTimeout:      opts.MaxTimeout,
+		maxLifetime:     opts.MaxLifetime,
+		acceptResources: opts.AcceptResources,
+		newDaemon:       opts.NewDaemon,
+		sandboxes:       make(map[string]*sandboxRecord),
+	}
+	if p.apiKey == "" {
+		p.apiKey = apiKeyPrefix + randomHex(20)
+	} else if !strings.HasPrefix(p.apiKey, apiKeyPrefix) {
+		panic(fmt.Sprintf("fakeprovider: New: Options.APIKey must start with %q, as E2B keys do", apiKeyPrefix))
+	}
+	if p.clock == nil {
+		p.clock = realClock{}
+	}
+	if p.limit <= 0 {
+		p.limit = DefaultSandboxLimit
+	}
+	if p.maxTimeout <= 0 {
+		p.maxTimeout = DefaultMaxTimeout
+	}
+	if p.maxLifetime <= 0 {
+		p.maxLifetime = DefaultMaxLifetime
+	}
+	if opts.Templates == nil {
+		p.templates = DefaultTemplates()
+	} else {
+		p.templates = make(map[string]Template, len(opts.Templates))
+		for alias, t := range opts.Templates {
+			p.templates[alias] = t
+		}
+	}
+	p.journal = newJournal()
+	p.controlMux = p.newControlMux()
+	p.envdMux = p.newEnvdMux()
+	return p
+}
+
+// APIKey returns the X-API-Key the fake accepts.
+func (p *Provider) APIKey() string { return p.apiKey }
+
+// Now returns the current time of the Provider's clock.
+func (p *Provider) Now() time.Time { return p.clock.Now() }
+
+// ServeHTTP serves one request: an envd request when it is addressed to a
+// sandbox (host "49983-<id>.<domain>" or header E2b-Sandbox-Id), else a
+// control-plane request.
+func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if id, port, ok := envdTarget(r); ok {
+		p.serveEnvd(w, r, id, port)
+		return
+	}
+	p.controlMux.ServeHTTP(w, r)
+}
+
+// newControlMux routes each control-plane operation of the route table to
+// its handler; anything else is op "" and gets 404.
+func (p *Provider) newControlMux() *http.ServeMux {
+	handlers := map[string]func(http.ResponseWriter, *http.Request){
+		sandbox.OpListSandboxes:  p.handleList,
+		sandbox.OpCreateSandbox:  p.handleCreate,
+		sandbox.OpGetSandbox:     p.handleGet,
+		sandbox.OpKillSandbox:    p.handleKill,
+		sandbox.OpSetTimeout:     p.handleSetTimeout,
+		sandbox.OpConnectSandbox: p.handleConnect,
+	}
+	mux := http.NewServeMux()
+	for _, op := range sandbox.ControlPlaneOps() {
+		h, ok := handlers[op]
+		if !ok {
+			panic(fmt.Sprintf("fakeprovider: no handler for route %q", op))
+		}
+		mux.Handle(op, p.controlPlane(op, h))
+	}
+	mux.Handle("/", p.controlPlane("", p.handleUnknownRoute))
+	return mux
+}
+
+// handleUnknownRoute answers a path outside the route table.
+func (p *Provider) handleUnknownRoute(w http.ResponseWriter, r *http.Request) {
+	p.writeError(w, r, http.StatusNotFound, "Not Found")
+}
+
+// randomHex returns n random bytes as 2n hex digits.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Errorf("fakeprovider: reading random bytes: %w", err))
+	}
+	return hex.EncodeToString(b)
+}
+
+// randomID returns n random characters from [a-z0-9].
+func randomID(n int) string {
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(fmt.Errorf("fakeprovider: reading random bytes: %w", err))
+	}
+	var sb strings.Builder
+	for _, c := range b {
+		sb.WriteByte(alphabet[int(c)%len(alphabet)])
+	}
+	return sb.String()
+}
