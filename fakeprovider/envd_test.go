@@ -93,10 +93,10 @@ func TestProvider_EnvdRouting(t *testing.T) {
 }
 
 func TestProvider_EnvdWithoutDaemon(t *testing.T) {
-	f := newFixture(t, nil)
+	f := newFixture(t, &fakeprovider.Options{NoDaemon: true})
 	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
 	if rec, _ := f.p.Sandbox(id); rec.HasDaemon {
-		t.Error("sandbox has a daemon without NewDaemon")
+		t.Error("sandbox has a daemon with NoDaemon")
 	}
 	wantError(t, f.p, f.doWith("GET", "https://x/health", nil, map[string]string{"E2b-Sandbox-Id": id}), http.StatusBadGateway, `The sandbox "`+id+`" has no daemon`)
 }

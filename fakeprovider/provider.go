@@ -62,9 +62,12 @@ type Options struct {
 	AcceptResources bool
 	// NewDaemon builds the in-sandbox daemon (envd) of each sandbox, once
 	// when the sandbox is created or seeded; the daemon is closed when the
-	// sandbox is killed or expires. If nil, sandboxes have no daemon and every
-	// envd request gets 502.
+	// sandbox is killed or expires. If nil, [InMemoryDaemon]: an in-memory
+	// filesystem and shell that never start a host process.
 	NewDaemon func(DaemonConfig) Daemon
+	// NoDaemon gives sandboxes no daemon at all: every envd request gets
+	// 502. It overrides NewDaemon.
+	NoDaemon bool
 }
 
 // A Template is the build a sandbox starts from. Its resources fill the
@@ -158,6 +161,12 @@ func New(opts *Options) *Provider {
 		acceptResources: opts.AcceptResources,
 		newDaemon:       opts.NewDaemon,
 		sandboxes:       make(map[string]*sandboxRecord),
+	}
+	switch {
+	case opts.NoDaemon:
+		p.newDaemon = nil
+	case p.newDaemon == nil:
+		p.newDaemon = InMemoryDaemon
 	}
 	if p.apiKey == "" {
 		p.apiKey = apiKeyPrefix + randomHex(20)

@@ -27,6 +27,14 @@ type Server struct {
 // ("127.0.0.1:0", "[::1]:8080", "localhost:0"). The Server shares the
 // Provider's state with every other way of reaching it.
 func (p *Provider) Listen(addr string) (*Server, error) {
+	return ListenHandler(addr, p)
+}
+
+// ListenHandler serves h with the same loopback checks and connection
+// counting as [Provider.Listen]. It is for handlers that front Providers,
+// such as the conformance kit's switch that gives every spec a fresh
+// Provider behind one address.
+func ListenHandler(addr string, h http.Handler) (*Server, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("fakeprovider: listen address %q: %w", addr, err)
@@ -44,7 +52,7 @@ func (p *Provider) Listen(addr string) (*Server, error) {
 	}
 	s := &Server{ln: ln, done: make(chan struct{}), conns: make(map[net.Conn]struct{})}
 	s.srv = &http.Server{
-		Handler:           p,
+		Handler:           h,
 		ConnState:         s.trackConn,
 		ReadHeaderTimeout: 30 * time.Second,
 	}

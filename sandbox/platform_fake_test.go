@@ -162,6 +162,21 @@ func TestPlatform_LifecycleAgainstFake(t *testing.T) {
 	if fake.Journal().Count(sandbox.OpConnectSandbox) != 1 {
 		t.Errorf("connect not journaled once")
 	}
+
+	// KeepLifetime reaches a sandbox without renewing it.
+	short, _ := p.Create(ctx, &sandbox.CreateOptions{Timeout: 5 * time.Second})
+	before, _ := p.GetInfoByID(ctx, short.ID(), nil)
+	if _, err := p.Connect(ctx, short.ID(), &sandbox.ConnectOptions{KeepLifetime: true}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := p.GetInfoByID(ctx, short.ID(), nil)
+	if !after.EndAt.Equal(*before.EndAt) {
+		t.Errorf("KeepLifetime moved end_at from %v to %v", before.EndAt, after.EndAt)
+	}
+	calls := fake.Journal().Calls(sandbox.OpConnectSandbox)
+	if body := string(calls[len(calls)-1].Body); body != `{"timeout":0}` {
+		t.Errorf("KeepLifetime connect body %s", body)
+	}
 }
 
 func TestPlatform_ErrorCategoriesFromFaults(t *testing.T) {
@@ -267,9 +282,14 @@ func TestPlatform_QualifiedIDsRouteToTheirProvider(t *testing.T) {
 
 	calls := []func() error{
 		func() error { _, err := p.GetInfoByID(ctx, idE2B, nil); return err },
-		func() error { _, err := p.GetInfoByID(ctx, "acme:"+idAcme, &sandbox.CallOptions{SandboxDomain: "never.used.test"}); return err },
+		func() error {
+			_, err := p.GetInfoByID(ctx, "acme:"+idAcme, &sandbox.CallOptions{SandboxDomain: "never.used.test"})
+			return err
+		},
 		func() error { return p.SetTimeoutByID(ctx, "acme:"+idAcme, time.Minute, nil) },
-		func() error { return p.SetTimeoutByID(ctx, idAcme, time.Minute, &sandbox.CallOptions{Provider: "acme"}) },
+		func() error {
+			return p.SetTimeoutByID(ctx, idAcme, time.Minute, &sandbox.CallOptions{Provider: "acme"})
+		},
 	}
 	for i, call := range calls {
 		if err := call(); err != nil {

@@ -254,6 +254,10 @@ type ConnectOptions struct {
 	// Timeout is the lifetime to ensure, counted from now; 0 means
 	// [DefaultSandboxTimeout]. The platform never shortens a running sandbox.
 	Timeout time.Duration
+	// KeepLifetime sends a timeout of 0 instead: a running sandbox's end
+	// time is left exactly as it is, so reaching a sandbox the caller does
+	// not own never renews it. Timeout is ignored.
+	KeepLifetime bool
 }
 
 // Connect attaches to an existing sandbox (resuming a paused one) and
@@ -265,13 +269,16 @@ func (p *Platform) Connect(ctx context.Context, id string, opts *ConnectOptions)
 	if opts == nil {
 		opts = &ConnectOptions{}
 	}
-	timeout := opts.Timeout
-	if timeout == 0 {
-		timeout = DefaultSandboxTimeout
-	}
-	secs, err := seconds(op, "timeout", timeout)
-	if err != nil {
-		return nil, err
+	var secs int64
+	if !opts.KeepLifetime {
+		timeout := opts.Timeout
+		if timeout == 0 {
+			timeout = DefaultSandboxTimeout
+		}
+		var err error
+		if secs, err = seconds(op, "timeout", timeout); err != nil {
+			return nil, err
+		}
 	}
 	q, ep, err := p.resolveID(op, id, &opts.CallOptions)
 	if err != nil {

@@ -1,23 +1,158 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"mvdan.cc/sh/v3/shell"
+
+	"github.com/sandboxkit/sandboxkit/conformance"
 )
+
+// conformFlags are the conform command's flags.
+type conformFlags struct {
+	serverCmd   string
+	serverEnv   []string
+	serverURL   string
+	headers     []string
+	fakeAddr    string
+	fakeAPIKey  string
+	toolMap     string
+	requireAll  bool
+	callTimeout time.Duration
+	list        bool
+
+	run conformance.RunOptions
+}
 
 // newConformCommand runs the conformance kit.
 func newConformCommand() *cobra.Command {
-	return &cobra.Command{
+	f := &conformFlags{}
+	cmd := &cobra.Command{
 		Use:   "conform",
 		Short: "Run the conformance kit against an MCP server",
-		Long: `conform runs the conformance kit against the reference server (in-process,
-with the embedded fake provider) or against another MCP server.
+		Long: `conform runs the conformance kit: Ginkgo specs, each tied to rules of the
+sandbox tool contract, that drive an MCP server against an in-memory fake
+E2B-compatible provider.
 
-The kit is not built yet: this command reports that and exits with status 2.`,
+Targets:
+  (default)                 the reference server, in-process
+  --server-cmd "CMD ARGS"   a stdio server, started once per session
+  --server-url URL          a Streamable HTTP endpoint; with --server-cmd the kit
+                            starts the command first, otherwise it must be running
+
+A server in another process reaches the fake through its environment: the kit
+serves the fake on loopback (--fake-addr) and sets E2B_API_URL, E2B_API_KEY,
+E2B_DOMAIN and E2B_SANDBOX_URL for the commands it starts. For a server that
+is already running, start it with those variables pointing at a fixed
+--fake-addr and --fake-api-key.
+
+Examples:
+  sandboxkit conform
+  sandboxkit conform --server-cmd "python -m my_server" --require-all
+  sandboxkit conform --server-cmd "./srv --http 127.0.0.1:9000" --server-url http://127.0.0.1:9000/mcp
+  sandboxkit conform --label-filter 'bounds || leakage' --junit-report junit.xml
+  sandboxkit conform --list
+
+The exit status is 0 when every selected spec passed, 1 otherwise.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			fmt.Fprintln(cmd.ErrOrStderr(), "sandboxkit conform: the conformance kit is not built yet; see README.md (Status)")
-			return exitCodeError(2)
+			if f.list {
+				return printCatalog(cmd)
+			}
+			cfg, err := f.config()
+			if err != nil {
+				return err
+			}
+			f.run.Summary = cmd.OutOrStdout()
+			t := &ginkgoT{}
+			if !conformance.RunWith(t, cfg, &f.run) || t.failed {
+				return exitCodeError(1)
+			}
+			return nil
 		},
 	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.serverCmd, "server-cmd", "", "command (with arguments, shell-quoted) that starts the server under test")
+	fl.StringArrayVar(&f.serverEnv, "server-env", nil, "KEY=value added to the server command's environment (repeatable)")
+	fl.StringVar(&f.serverURL, "server-url", "", "Streamable HTTP endpoint of the server under test")
+	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
+	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
+	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
+	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file mapping contract tool names to the server's ({"run_command": "exec"})`)
+	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
+	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
+	fl.BoolVar(&f.list, "list", false, "print the spec catalog (ID, rules, title) and exit")
+	fl.StringVar(&f.run.LabelFilter, "label-filter", "", "Ginkgo label query over families, rule IDs and spec IDs, e.g. 'bounds && !LIST-3'")
+	fl.StringArrayVar(&f.run.Focus, "focus", nil, "run only specs whose text matches this regular expression (repeatable)")
+	fl.StringArrayVar(&f.run.Skip, "skip", nil, "skip specs whose text matches this regular expression (repeatable)")
+	fl.StringVar(&f.run.JUnitReport, "junit-report", "", "write a JUnit XML report to this path")
+	fl.StringVar(&f.run.JSONReport, "json-report", "", "write a Ginkgo JSON report to this path")
+	fl.BoolVarP(&f.run.Verbose, "verbose", "v", false, "print every spec as it runs")
+	fl.BoolVar(&f.run.FailFast, "fail-fast", false, "stop at the first failure")
+	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
+	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
+	return cmd
 }
+
+// config maps the flags onto a kit configuration.
+func (f *conformFlags) config() (*conformance.Config, error) {
+	cfg := conformance.NewConfig()
+	if f.serverCmd != "" {
+		fields, err := shell.Fields(f.serverCmd, func(string) string { return "" })
+		if err != nil || len(fields) == 0 {
+			return nil, fmt.Errorf("--server-cmd: cannot split %q into a command and arguments", f.serverCmd)
+		}
+		cfg.ServerCommand = fields
+	}
+	cfg.ServerEnv = f.serverEnv
+	cfg.ServerURL = f.serverURL
+	if len(f.headers) > 0 {
+		cfg.Headers = map[string]string{}
+		for _, h := range f.headers {
+			name, value, ok := strings.Cut(h, ":")
+			if !ok {
+				return nil, fmt.Errorf(`--header: want "Name: value", got a value without a colon`)
+			}
+			cfg.Headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
+		}
+	}
+	cfg.FakeAddr = f.fakeAddr
+	cfg.FakeAPIKey = f.fakeAPIKey
+	cfg.RequireAll = f.requireAll
+	cfg.CallTimeout = f.callTimeout
+	if f.toolMap != "" {
+		data, err := os.ReadFile(f.toolMap)
+		if err != nil {
+			return nil, fmt.Errorf("--tool-map: %w", err)
+		}
+		if err := json.Unmarshal(data, &cfg.ToolNames); err != nil {
+			return nil, fmt.Errorf("--tool-map: %s is not a JSON object of names: %w", f.toolMap, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// printCatalog lists every spec with its rules.
+func printCatalog(cmd *cobra.Command) error {
+	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tFAMILY\tRULES\tTITLE")
+	for _, s := range conformance.Specs() {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.ID, s.Family, strings.Join(s.Rules, ","), s.Title)
+	}
+	return w.Flush()
+}
+
+// ginkgoT satisfies ginkgo.GinkgoTestingT outside go test.
+type ginkgoT struct{ failed bool }
+
+// Fail records that the suite failed.
+func (t *ginkgoT) Fail() { t.failed = true }

@@ -31,8 +31,9 @@ GET/DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout and /connect) with
 E2B's paths, status codes, field names and error bodies, keeps every sandbox
 in memory, and forgets everything when it stops. Requests addressed to a
 sandbox's daemon (envd) - header E2b-Sandbox-Id, or host 49983-<id>.<domain> -
-are routed by sandbox; this command runs sandboxes without a daemon, so they
-get 502.
+go to that sandbox's in-memory daemon: a filesystem (home /home/user) and a
+shell whose commands (cat, ls, echo, seq, sleep, grep, ...) are built in, so
+commands and file transfers work and no host process is ever started.
 
 Every secret the fake hands out (access tokens, domains, client IDs, a
 metadata entry, an environment variable, every error message) contains a

@@ -41,5 +41,6 @@ server and an in-memory fake provider to run them against.`,
 	}
 	root.AddCommand(newFakeProviderCommand())
 	root.AddCommand(newConformCommand())
+	root.AddCommand(newServeCommand())
 	return root
 }

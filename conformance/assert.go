@@ -1,0 +1,120 @@
+package conformance
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// Categories is the fixed set of error categories (ERR-2).
+var errorCategories = []string{"invalid_argument", "not_found", "unauthenticated", "permission_denied", "conflict",
+	"rate_limited", "timeout", "unavailable", "provider_error", "internal"}
+
+// ExpectSuccess asserts a successful result (TOOLS-3): no protocol error,
+// isError false, structuredContent valid against the tool's outputSchema,
+// and one text block holding the same JSON.
+func (tc *TestContext) ExpectSuccess(r *Result) *Result {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "%s: protocol error", r.Tool)
+	gomega.Expect(r.IsError).To(gomega.BeFalse(), "%s: unexpected tool error: %s", r.Tool, truncate(r.Text, 300))
+	gomega.Expect(r.Structured).NotTo(gomega.BeNil(), "%s: result has no structuredContent object", r.Tool)
+	gomega.Expect(r.TextBlocks).To(gomega.BeNumerically(">=", 1), "%s: result has no text block", r.Tool)
+	var fromText any
+	gomega.Expect(json.Unmarshal([]byte(r.Text), &fromText)).To(gomega.Succeed(), "%s: text block is not the JSON of structuredContent", r.Tool)
+	gomega.Expect(fromText).To(gomega.Equal(toAny(r.Structured)), "%s: text block differs from structuredContent", r.Tool)
+	if err := tc.validateOutput(r); err != nil {
+		ginkgo.Fail(fmt.Sprintf("%s: structuredContent does not match the outputSchema: %v", r.Tool, err))
+	}
+	return r
+}
+
+// ExpectToolError asserts a tool error (ERR-1, ERR-2) of the given category
+// with a static recovery hint; it returns the error object.
+func (tc *TestContext) ExpectToolError(r *Result, category string) map[string]any {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "%s: want a tool error, got a protocol error", r.Tool)
+	gomega.Expect(r.IsError).To(gomega.BeTrue(), "%s: want isError true, got a success: %s", r.Tool, truncate(r.Text, 300))
+	e := r.ErrorObject()
+	gomega.Expect(e).NotTo(gomega.BeNil(), `%s: tool error without structuredContent {"error": {...}}`, r.Tool)
+	gomega.Expect(errorCategories).To(gomega.ContainElement(e["category"]), "%s: category %v is not one of the fixed set", r.Tool, e["category"])
+	if category != "" {
+		gomega.Expect(e["category"]).To(gomega.Equal(category), "%s: error category", r.Tool)
+	}
+	rec, _ := e["recovery"].(string)
+	gomega.Expect(rec).NotTo(gomega.BeEmpty(), "%s: tool error without a recovery hint", r.Tool)
+	for k := range e {
+		gomega.Expect([]string{"category", "http_status", "code", "field", "recovery"}).To(gomega.ContainElement(k),
+			"%s: error object has a member %q outside ERR-2", r.Tool, k)
+	}
+	return e
+}
+
+// ExpectInvalidField asserts a validation error naming field (VAL-6) whose
+// whole result holds no part of the submitted value.
+func (tc *TestContext) ExpectInvalidField(r *Result, field string, submitted ...string) {
+	ginkgo.GinkgoHelper()
+	tc.ExpectToolError(r, "invalid_argument")
+	gomega.Expect(r.Field()).To(gomega.Equal(field), "%s: the error must name the invalid field", r.Tool)
+	for _, v := range submitted {
+		if v == "" {
+			continue
+		}
+		gomega.Expect(r.JSON).NotTo(gomega.ContainSubstring(v), "%s: the result echoes the submitted value", r.Tool)
+	}
+}
+
+// ExpectNoLeak asserts that no canary secret of the fake (API key, access
+// tokens, domains, client IDs, user metadata, environment variables, error
+// messages) appears in the texts.
+func (tc *TestContext) ExpectNoLeak(what string, texts ...string) {
+	ginkgo.GinkgoHelper()
+	for _, t := range texts {
+		if c, ok := tc.Fake.FindCanary(t); ok {
+			ginkgo.Fail(fmt.Sprintf("%s leaks a secret (canary %q)", what, c))
+		}
+		for _, bad := range []string{"goroutine ", "panic:", ".go:"} {
+			if strings.Contains(t, bad) {
+				ginkgo.Fail(fmt.Sprintf("%s holds a stack trace (%q)", what, bad))
+			}
+		}
+	}
+}
+
+// ExpectNoRequests asserts the fake received no request at all (VAL-7).
+func (tc *TestContext) ExpectNoRequests(why string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(tc.Fake.Journal().Ops()).To(gomega.BeEmpty(), "%s: the server called the provider", why)
+}
+
+// validateOutput checks structuredContent against the tool's outputSchema.
+func (tc *TestContext) validateOutput(r *Result) error {
+	tool := tc.Advertised(r.Tool)
+	if tool == nil || tool.OutputSchema == nil {
+		return fmt.Errorf("the tool has no outputSchema")
+	}
+	data, err := json.Marshal(tool.OutputSchema)
+	if err != nil {
+		return err
+	}
+	var schema jsonschema.Schema
+	if err := json.Unmarshal(data, &schema); err != nil {
+		return fmt.Errorf("outputSchema is not a JSON schema: %w", err)
+	}
+	resolved, err := schema.Resolve(nil)
+	if err != nil {
+		return fmt.Errorf("outputSchema does not resolve: %w", err)
+	}
+	return resolved.Validate(toAny(r.Structured))
+}
+
+// toAny round-trips a value through JSON so numbers compare as float64.
+func toAny(v any) any {
+	data, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(data, &out)
+	return out
+}

@@ -1,0 +1,160 @@
+package conformance
+
+import (
+	"errors"
+	"net/http"
+
+	"fmt"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// Config says which server the kit checks and how. Build one with
+// [NewConfig], set the fields that differ, and pass it to [Run] or
+// [Describe]. The kit reads it when the specs run, not when they are
+// registered, so an embedding suite may edit it in its own BeforeEach.
+type Config struct {
+	// ServerCommand starts the server under test as a stdio MCP server (the
+	// command and its arguments). With ServerURL set too, the command is
+	// started once and the kit connects to ServerURL over Streamable HTTP.
+	// Empty with an empty ServerURL means the in-process reference server.
+	ServerCommand []string
+	// ServerEnv is added to the environment of ServerCommand ("KEY=value").
+	// The kit adds E2B_API_URL, E2B_API_KEY, E2B_DOMAIN and E2B_SANDBOX_URL
+	// pointing at its fake provider on loopback.
+	ServerEnv []string
+	// ServerURL is a Streamable HTTP endpoint (e.g. http://127.0.0.1:8080/mcp).
+	ServerURL string
+	// Headers are sent with every HTTP request to ServerURL (for example an
+	// Authorization bearer token).
+	Headers map[string]string
+	// FakeAddr is the loopback address the kit serves its fake provider on
+	// for a server in another process. Default "127.0.0.1:0" (any free port).
+	// A server that is already running must have been started with the
+	// fake's address in its environment, so give a fixed port then.
+	FakeAddr string
+	// FakeAPIKey is the API key the fake accepts. Default: a random key for
+	// each run. A server that is already running needs a fixed one.
+	FakeAPIKey string
+	// ToolNames maps contract tool names to the names the server uses, for
+	// servers that call them differently.
+	ToolNames map[string]string
+	// RequireAll turns every skip (a tool the server does not advertise)
+	// into a failure, for certification.
+	RequireAll bool
+	// CallTimeout bounds each MCP request the kit makes. Default 30 s.
+	CallTimeout time.Duration
+	// SettleTimeout bounds how long the kit waits, after a spec closes its
+	// sessions, for the server to destroy the sandboxes they owned.
+	// Default 5 s.
+	SettleTimeout time.Duration
+
+	// breakage, set only by the kit's own tests, turns the in-process
+	// reference server into a deliberately broken variant.
+	breakage *breakage
+}
+
+// breakage is a deliberately broken variant of the reference server: a
+// wrapper around its transport to the provider and a middleware around its
+// MCP methods. The kit's power tests prove every family catches one.
+type breakage struct {
+	transport  func(http.RoundTripper) http.RoundTripper
+	middleware func(rt http.RoundTripper) mcp.Middleware
+}
+
+// NewConfig returns a Config with every default: the in-process reference
+// server, the fake on a free loopback port.
+func NewConfig() *Config {
+	return &Config{
+		FakeAddr:      "127.0.0.1:0",
+		CallTimeout:   30 * time.Second,
+		SettleTimeout: 5 * time.Second,
+	}
+}
+
+// TargetKind names how the kit reaches the server under test.
+type TargetKind string
+
+// The kinds of target.
+const (
+	TargetInProcess TargetKind = "in-process"
+	TargetStdio     TargetKind = "stdio"
+	TargetHTTP      TargetKind = "http"
+)
+
+// Kind returns how the kit reaches the server.
+func (c *Config) Kind() TargetKind {
+	switch {
+	case c.ServerURL != "":
+		return TargetHTTP
+	case len(c.ServerCommand) > 0:
+		return TargetStdio
+	default:
+		return TargetInProcess
+	}
+}
+
+// Validate reports every problem with the configuration at once.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ServerURL != "" {
+		u, err := url.Parse(c.ServerURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("server URL must be an absolute http(s) URL"))
+		}
+	}
+	for _, kv := range c.ServerEnv {
+		if !strings.Contains(kv, "=") {
+			errs = append(errs, fmt.Errorf("server environment entry %q is not KEY=value", kv))
+		}
+	}
+	for k := range c.Headers {
+		if strings.TrimSpace(k) == "" {
+			errs = append(errs, errors.New("a header name is empty"))
+		}
+	}
+	if c.FakeAPIKey != "" && !strings.HasPrefix(c.FakeAPIKey, "e2b_") {
+		errs = append(errs, errors.New(`fake API key must start with "e2b_"`))
+	}
+	for from, to := range c.ToolNames {
+		if !isContractTool(from) {
+			errs = append(errs, fmt.Errorf("tool name mapping: %q is not a contract tool", from))
+		}
+		if to == "" {
+			errs = append(errs, fmt.Errorf("tool name mapping: %q maps to an empty name", from))
+		}
+	}
+	if c.CallTimeout < 0 || c.SettleTimeout < 0 {
+		errs = append(errs, errors.New("timeouts must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// toolName maps a contract tool name to the server's.
+func (c *Config) toolName(contract string) string {
+	if n, ok := c.ToolNames[contract]; ok {
+		return n
+	}
+	return contract
+}
+
+// ContractTools lists the fifteen tools of the contract.
+func ContractTools() []string {
+	return []string{
+		"create_sandbox", "kill_sandbox", "run_code", "run_command", "read_file", "write_file", "list_files",
+		"list_sandboxes", "get_sandbox", "set_sandbox_timeout",
+		"start_background_command", "get_background_command", "kill_background_command",
+		"upload_file", "download_file",
+	}
+}
+
+func isContractTool(name string) bool {
+	for _, t := range ContractTools() {
+		if t == name {
+			return true
+		}
+	}
+	return false
+}

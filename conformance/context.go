@@ -1,0 +1,199 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+)
+
+// TestContext is what one spec drives: a fresh fake provider, the server
+// under test, and the sessions the spec opened. Specs never clean up by
+// listing: the sessions they open are closed when the spec ends, and the
+// fake is replaced for the next spec.
+type TestContext struct {
+	// Config is the run's configuration.
+	Config *Config
+	// Fake is this spec's fake provider: journal, faults, canaries, seeding.
+	Fake *fakeprovider.Provider
+	// Clock is the fake provider's clock.
+	Clock *fakeprovider.FakeClock
+
+	run *runState
+
+	mu         sync.Mutex
+	sessions   []*Session
+	transcript []Exchange
+}
+
+// Exchange is one call of the spec's transcript.
+type Exchange struct {
+	Tool      string          `json:"tool"`
+	Arguments json.RawMessage `json:"arguments"`
+	Result    string          `json:"result"`
+}
+
+// Session is one MCP session the spec opened.
+type Session struct {
+	tc     *TestContext
+	conn   *clientConn
+	once   sync.Once
+	closed error
+}
+
+// Kind tells how the server is reached.
+func (tc *TestContext) Kind() TargetKind { return tc.Config.Kind() }
+
+// Logs returns what the server under test has logged so far (its stderr).
+func (tc *TestContext) Logs() string { return tc.run.target.logs() }
+
+// OpenConnections returns the loopback connections open to the fake now;
+// it is 0 for the in-process target, which uses no sockets.
+func (tc *TestContext) OpenConnections() int { return tc.run.hub.openConnections() }
+
+// Advertised returns the server's tool by contract name, or nil.
+func (tc *TestContext) Advertised(contractName string) *mcp.Tool {
+	return tc.run.tools[contractName]
+}
+
+// Connect opens a new session offering [ProtocolVersion]; it fails the
+// spec when the server cannot be reached.
+func (tc *TestContext) Connect(ctx context.Context) *Session {
+	ginkgo.GinkgoHelper()
+	s, err := tc.ConnectVersion(ctx, ProtocolVersion)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the server under test")
+	return s
+}
+
+// ConnectVersion opens a session offering the given protocol version.
+func (tc *TestContext) ConnectVersion(ctx context.Context, version string) (*Session, error) {
+	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
+	defer cancel()
+	conn, err := tc.run.target.connect(cctx, version)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{tc: tc, conn: conn}
+	tc.mu.Lock()
+	tc.sessions = append(tc.sessions, s)
+	tc.mu.Unlock()
+	return s, nil
+}
+
+// MCP returns the underlying client session.
+func (s *Session) MCP() *mcp.ClientSession { return s.conn.cs }
+
+// Call calls a contract tool with arguments marshalled to JSON.
+func (s *Session) Call(ctx context.Context, tool string, args any) *Result {
+	raw, err := json.Marshal(args)
+	if err != nil {
+		panic(fmt.Sprintf("conformance: marshal arguments: %v", err))
+	}
+	if args == nil {
+		raw = json.RawMessage(`{}`)
+	}
+	return s.CallRaw(ctx, tool, raw)
+}
+
+// CallRaw calls a contract tool with exactly these argument bytes.
+func (s *Session) CallRaw(ctx context.Context, tool string, args json.RawMessage) *Result {
+	cctx, cancel := context.WithTimeout(ctx, s.tc.Config.CallTimeout)
+	defer cancel()
+	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: args})
+	r := newResult(tool, res, err)
+	s.tc.mu.Lock()
+	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: tool, Arguments: args, Result: r.JSON})
+	s.tc.mu.Unlock()
+	return r
+}
+
+// Close ends the session and waits until the server is done with it where
+// the transport lets the kit see that (in-process and stdio).
+func (s *Session) Close(ctx context.Context) error {
+	s.once.Do(func() {
+		s.closed = s.conn.cs.Close()
+		if s.conn.ended != nil {
+			wctx, cancel := context.WithTimeout(ctx, s.tc.Config.SettleTimeout)
+			defer cancel()
+			if err := s.conn.ended(wctx); err != nil && s.closed == nil {
+				s.closed = fmt.Errorf("server did not finish the session: %w", err)
+			}
+		}
+	})
+	return s.closed
+}
+
+// Transcript returns the spec's calls so far.
+func (tc *TestContext) Transcript() []Exchange {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	return append([]Exchange(nil), tc.transcript...)
+}
+
+// finish closes every session the spec opened and waits, within the
+// settle timeout, for the server to destroy the sandboxes they created.
+func (tc *TestContext) finish(ctx context.Context) {
+	tc.mu.Lock()
+	sessions := tc.sessions
+	tc.sessions = nil
+	tc.mu.Unlock()
+	for _, s := range sessions {
+		_ = s.Close(ctx)
+	}
+	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return tc.Fake.LiveCount() == tc.seeded() })
+}
+
+// seeded counts the live sandboxes the spec planted itself (not created
+// through the server).
+func (tc *TestContext) seeded() int {
+	n := 0
+	for _, rec := range tc.Fake.LiveSandboxes() {
+		if rec.Metadata[seedMarker] == "1" {
+			n++
+		}
+	}
+	return n
+}
+
+// seedMarker marks sandboxes a spec planted as external sandboxes.
+const seedMarker = "sandboxkit-seeded"
+
+// Seed plants a running sandbox the session does not own (an external
+// sandbox) and returns its ID.
+func (tc *TestContext) Seed(seed fakeprovider.SandboxSeed) string {
+	if seed.Metadata == nil {
+		seed.Metadata = map[string]string{}
+	}
+	seed.Metadata[seedMarker] = "1"
+	return tc.Fake.AddSandbox(seed)
+}
+
+// WaitFor polls cond every 10 ms until it holds or limit passes; it reports
+// whether it held. It never fails the spec by itself.
+func (tc *TestContext) WaitFor(ctx context.Context, limit time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// track registers a session opened outside Connect, so it is closed when
+// the spec ends.
+func (tc *TestContext) track(s *Session) {
+	tc.mu.Lock()
+	tc.sessions = append(tc.sessions, s)
+	tc.mu.Unlock()
+}

@@ -1,0 +1,157 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"github.com/onsi/gomega"
+)
+
+// RunOptions select specs and reports for [RunWith]. Zero values keep
+// Ginkgo's own configuration (from its -ginkgo.* flags when under go test).
+type RunOptions struct {
+	// LabelFilter is a Ginkgo label query, e.g. "bounds && !needs-fake".
+	LabelFilter string
+	// Focus and Skip are regular expressions over spec texts.
+	Focus, Skip []string
+	// JUnitReport and JSONReport are paths for Ginkgo's reports.
+	JUnitReport, JSONReport string
+	// Verbose prints every spec as it runs.
+	Verbose bool
+	// FailFast stops at the first failure.
+	FailFast bool
+	// Timeout bounds the whole run.
+	Timeout time.Duration
+	// DryRun lists the selected specs without running them.
+	DryRun bool
+	// Summary receives the per-family summary; nil means os.Stdout.
+	Summary io.Writer
+}
+
+// Run runs the whole kit from a go test function:
+//
+//	func TestConformance(t *testing.T) { conformance.Run(t, conformance.NewConfig()) }
+//
+// Only one Run may be called per process (Ginkgo runs one suite per
+// process). It reports whether every selected spec passed.
+func Run(t ginkgo.GinkgoTestingT, cfg *Config) bool { return RunWith(t, cfg, nil) }
+
+// RunWith is [Run] with explicit spec selection and reports.
+func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
+	if opts == nil {
+		opts = &RunOptions{}
+	}
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	Describe(cfg)
+	summary := opts.Summary
+	if summary == nil {
+		summary = os.Stdout
+	}
+	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
+		if !opts.DryRun {
+			WriteSummary(summary, r)
+		}
+	})
+	suiteCfg, repCfg := ginkgo.GinkgoConfiguration()
+	if opts.LabelFilter != "" {
+		suiteCfg.LabelFilter = opts.LabelFilter
+	}
+	suiteCfg.FocusStrings = append(suiteCfg.FocusStrings, opts.Focus...)
+	suiteCfg.SkipStrings = append(suiteCfg.SkipStrings, opts.Skip...)
+	if opts.FailFast {
+		suiteCfg.FailFast = true
+	}
+	if opts.Timeout > 0 {
+		suiteCfg.Timeout = opts.Timeout
+	}
+	if opts.DryRun {
+		suiteCfg.DryRun = true
+	}
+	if opts.JUnitReport != "" {
+		repCfg.JUnitReport = opts.JUnitReport
+	}
+	if opts.JSONReport != "" {
+		repCfg.JSONReport = opts.JSONReport
+	}
+	if opts.Verbose {
+		repCfg.Verbose = true
+	}
+	return ginkgo.RunSpecs(t, "sandboxkit conformance", suiteCfg, repCfg)
+}
+
+// WriteSummary prints passed/failed/skipped per family and one line per
+// failure with its spec ID, rules and reason.
+func WriteSummary(w io.Writer, r ginkgo.Report) {
+	type counts struct{ passed, failed, skipped int }
+	byFamily := map[Family]*counts{}
+	var failures []string
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		fam, id, rules := classify(sr.Labels())
+		c := byFamily[fam]
+		if c == nil {
+			c = &counts{}
+			byFamily[fam] = c
+		}
+		switch {
+		case sr.State.Is(types.SpecStatePassed):
+			c.passed++
+		case sr.State.Is(types.SpecStateSkipped | types.SpecStatePending):
+			c.skipped++
+		case sr.State.Is(types.SpecStateFailureStates):
+			c.failed++
+			reason := strings.TrimSpace(sr.Failure.Message)
+			if i := strings.IndexByte(reason, '\n'); i >= 0 {
+				reason = reason[:i]
+			}
+			failures = append(failures, fmt.Sprintf("  FAIL %s [%s] %s", id, strings.Join(rules, " "), truncate(reason, 200)))
+		}
+	}
+	fmt.Fprintln(w, "\nsandboxkit conformance summary")
+	total := counts{}
+	for _, f := range Families() {
+		c := byFamily[f]
+		if c == nil {
+			continue
+		}
+		fmt.Fprintf(w, "  %-11s %3d passed  %3d failed  %3d skipped\n", f, c.passed, c.failed, c.skipped)
+		total.passed += c.passed
+		total.failed += c.failed
+		total.skipped += c.skipped
+	}
+	sort.Strings(failures)
+	for _, f := range failures {
+		fmt.Fprintln(w, f)
+	}
+	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
+}
+
+// classify reads a spec's family, ID and rule labels.
+func classify(labels []string) (Family, string, []string) {
+	var fam Family
+	var id string
+	var rules []string
+	isFamily := map[string]bool{}
+	for _, f := range Families() {
+		isFamily[string(f)] = true
+	}
+	for _, l := range labels {
+		switch {
+		case isFamily[l]:
+			fam = Family(l)
+		case ruleLabel.MatchString(l):
+			rules = append(rules, l)
+		case strings.Contains(l, "."):
+			id = l
+		}
+	}
+	return fam, id, rules
+}

@@ -1,0 +1,120 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// readOnlyTools and destructiveTools are the annotations TOOLS-1 requires.
+var (
+	readOnlyTools    = []string{"list_sandboxes", "get_sandbox", "read_file", "list_files", "get_background_command", "download_file"}
+	destructiveTools = []string{"kill_sandbox", "kill_background_command", "write_file", "upload_file"}
+)
+
+func protocolSpecs() []Spec {
+	return []Spec{
+		{
+			ID: "protocol.tools-list-shape", Family: FamilyProtocol, Rules: []string{"TOOLS-1"},
+			Title: "lists the fifteen tools, each with a description, a closed object input schema, an output schema and truthful annotations",
+			Body: func(ctx context.Context, tc *TestContext) {
+				s := tc.Connect(ctx)
+				tools := listTools(ctx, s)
+				names := map[string]*mcp.Tool{}
+				for _, t := range tools {
+					gomega.Expect(names).NotTo(gomega.HaveKey(t.Name), "tool %s listed twice", t.Name)
+					names[t.Name] = t
+				}
+				gomega.Expect(tools).To(gomega.HaveLen(len(ContractTools())), "the server lists exactly the contract's tools")
+				for _, contract := range ContractTools() {
+					t := names[tc.Config.toolName(contract)]
+					gomega.Expect(t).NotTo(gomega.BeNil(), "tool %s is missing", contract)
+					gomega.Expect(t.Description).NotTo(gomega.BeEmpty(), "%s: empty description", contract)
+					in := schemaMap(t.InputSchema)
+					gomega.Expect(in["type"]).To(gomega.Equal("object"), "%s: inputSchema type", contract)
+					gomega.Expect(in["additionalProperties"]).To(gomega.Equal(false), "%s: inputSchema must set additionalProperties false", contract)
+					gomega.Expect(t.OutputSchema).NotTo(gomega.BeNil(), "%s: no outputSchema", contract)
+					gomega.Expect(t.Annotations).NotTo(gomega.BeNil(), "%s: no annotations", contract)
+					wantRO := contains(readOnlyTools, contract)
+					gomega.Expect(t.Annotations.ReadOnlyHint).To(gomega.Equal(wantRO), "%s: readOnlyHint", contract)
+					if contains(destructiveTools, contract) {
+						// An absent destructiveHint defaults to true.
+						gomega.Expect(t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint).To(gomega.BeTrue(),
+							"%s: destructiveHint must be true", contract)
+					}
+				}
+			},
+		},
+		{
+			ID: "protocol.transports-identical", Family: FamilyProtocol, Rules: []string{"TOOLS-2"},
+			Title: "gives a byte-identical tools/list and the same result over stdio-style and Streamable HTTP transports",
+			Body: func(ctx context.Context, tc *TestContext) {
+				alt, ok := tc.run.target.(alternateTarget)
+				if !ok {
+					ginkgo.Skip("needs both transports of one server: only the in-process reference target offers them")
+				}
+				a := tc.Connect(ctx)
+				conn, err := alt.connectAlternate(ctx, ProtocolVersion)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				b := &Session{tc: tc, conn: conn}
+				tc.track(b)
+				la, err := a.MCP().ListTools(ctx, nil)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				lb, err := b.MCP().ListTools(ctx, nil)
+				gomega.Expect(err).NotTo(gomega.HaveOccurred())
+				ja, _ := json.Marshal(la.Tools)
+				jb, _ := json.Marshal(lb.Tools)
+				gomega.Expect(string(jb)).To(gomega.Equal(string(ja)), "tools/list differs between transports")
+				ra := a.Call(ctx, "get_sandbox", map[string]any{})
+				rb := b.Call(ctx, "get_sandbox", map[string]any{})
+				gomega.Expect(rb.JSON).To(gomega.Equal(ra.JSON), "the same call gives different results")
+			},
+		},
+		{
+			ID: "protocol.session-versions", Family: FamilyProtocol, Rules: []string{"TOOLS-4"},
+			Title: "negotiates only protocol versions with sessions, falling back from a newer sessionless one",
+			Body: func(ctx context.Context, tc *TestContext) {
+				withSessions := []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+				for _, v := range withSessions {
+					s, err := tc.ConnectVersion(ctx, v)
+					gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect offering %s", v)
+					gomega.Expect(s.MCP().InitializeResult().ProtocolVersion).To(gomega.Equal(v), "offered %s", v)
+				}
+				s, err := tc.ConnectVersion(ctx, "2026-07-28")
+				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "a client offering 2026-07-28 must still get a session")
+				ir := s.MCP().InitializeResult()
+				gomega.Expect(ir).NotTo(gomega.BeNil(), "no initialize result: the server accepted the sessionless protocol")
+				gomega.Expect(withSessions).To(gomega.ContainElement(ir.ProtocolVersion))
+			},
+		},
+	}
+}
+
+func listTools(ctx context.Context, s *Session) []*mcp.Tool {
+	ginkgo.GinkgoHelper()
+	var tools []*mcp.Tool
+	for t, err := range s.MCP().Tools(ctx, nil) {
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "tools/list")
+		tools = append(tools, t)
+	}
+	return tools
+}
+
+func schemaMap(s any) map[string]any {
+	data, _ := json.Marshal(s)
+	var m map[string]any
+	_ = json.Unmarshal(data, &m)
+	return m
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

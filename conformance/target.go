@@ -1,0 +1,64 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProtocolVersion is the MCP protocol version the kit offers: the newest
+// one with sessions.
+const ProtocolVersion = "2025-11-25"
+
+// target is the server under test, however it is reached.
+type target interface {
+	// start prepares the target once per run; the fake hub is serving.
+	start(ctx context.Context) error
+	// connect opens a new MCP session offering the given protocol version.
+	connect(ctx context.Context, version string) (*clientConn, error)
+	// logs returns everything the server has written to its log so far.
+	logs() string
+	// stop ends the target and releases its resources.
+	stop()
+}
+
+// clientConn is one MCP session from the kit's side.
+type clientConn struct {
+	cs *mcp.ClientSession
+	// ended, when not nil, waits until the server has finished with the
+	// session (its close-time cleanup included).
+	ended func(ctx context.Context) error
+}
+
+// lockedBuffer is a bytes.Buffer safe for concurrent writers.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "sandboxkit-conformance", Version: Version}, nil)
+}
+
+// Version is the kit's version, recorded in reports and evidence.
+const Version = "0.1.0"
+
+// alternateTarget is a target that can also be reached over a second
+// transport (the in-process reference server over Streamable HTTP).
+type alternateTarget interface {
+	connectAlternate(ctx context.Context, version string) (*clientConn, error)
+}

@@ -1,0 +1,108 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+	"github.com/sandboxkit/sandboxkit/server"
+)
+
+// inProcessTarget is the reference server in the kit's own process, reached
+// through in-memory transports, with its platform wired to the fake hub
+// without a socket.
+type inProcessTarget struct {
+	hub      *fakeHub
+	breakage *breakage
+	log      lockedBuffer
+	srv      *server.Server
+	ctx      context.Context
+	stopctx  context.CancelFunc
+
+	httpOnce sync.Once
+	httpSrv  *httptest.Server
+}
+
+func (t *inProcessTarget) start(ctx context.Context) error {
+	env := map[string]string{
+		sandbox.EnvAPIKey: t.hub.apiKey,
+		sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test",
+	}
+	var rt http.RoundTripper = t.hub
+	if b := t.breakage; b != nil && b.transport != nil {
+		rt = b.transport(rt)
+	}
+	platform, err := sandbox.NewPlatform(&sandbox.Options{
+		Getenv:     func(k string) string { return env[k] },
+		HTTPClient: &http.Client{Transport: rt},
+		UserAgent:  "sandboxkit-conformance/" + Version,
+	})
+	if err != nil {
+		return fmt.Errorf("conformance: reference server platform: %w", err)
+	}
+	logger := slog.New(slog.NewJSONHandler(&t.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	t.srv, err = server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: []string{t.hub.apiKey}},
+		&server.Options{Name: "sandboxkit-reference"})
+	if err != nil {
+		return fmt.Errorf("conformance: reference server: %w", err)
+	}
+	if b := t.breakage; b != nil && b.middleware != nil {
+		t.srv.MCPServer().AddReceivingMiddleware(b.middleware(rt))
+	}
+	t.ctx, t.stopctx = context.WithCancel(context.WithoutCancel(ctx))
+	return nil
+}
+
+func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientConn, error) {
+	clientT, serverT := mcp.NewInMemoryTransports()
+	done := make(chan error, 1)
+	go func() { done <- t.srv.Run(t.ctx, serverT) }()
+	cs, err := newClient().Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		_ = clientT // the server side ends when its peer is gone
+		return nil, fmt.Errorf("conformance: connect in-process: %w", err)
+	}
+	ended := func(ctx context.Context) error {
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return &clientConn{cs: cs, ended: ended}, nil
+}
+
+func (t *inProcessTarget) logs() string { return t.log.String() }
+
+func (t *inProcessTarget) stop() {
+	if t.httpSrv != nil {
+		t.httpSrv.Close()
+	}
+	if t.srv != nil {
+		_ = t.srv.Shutdown(context.Background())
+	}
+	if t.stopctx != nil {
+		t.stopctx()
+	}
+}
+
+// connectAlternate reaches the same server over Streamable HTTP on a
+// loopback listener.
+func (t *inProcessTarget) connectAlternate(ctx context.Context, version string) (*clientConn, error) {
+	t.httpOnce.Do(func() {
+		t.httpSrv = httptest.NewServer(t.srv.HTTPHandler(nil))
+	})
+	transport := &mcp.StreamableClientTransport{Endpoint: t.httpSrv.URL + server.MCPPath, MaxRetries: -1, DisableStandaloneSSE: true}
+	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		return nil, fmt.Errorf("conformance: connect over HTTP: %w", err)
+	}
+	return &clientConn{cs: cs}, nil
+}

@@ -1,0 +1,54 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// stdioTarget starts the server command once per session (a stdio server
+// serves exactly one session), with the fake hub's location in its
+// environment.
+type stdioTarget struct {
+	cfg *Config
+	hub *fakeHub
+	log lockedBuffer
+}
+
+func (t *stdioTarget) start(ctx context.Context) error {
+	if _, err := exec.LookPath(t.cfg.ServerCommand[0]); err != nil {
+		return fmt.Errorf("conformance: server command: %w", err)
+	}
+	return nil
+}
+
+func (t *stdioTarget) command() *exec.Cmd {
+	cmd := exec.Command(t.cfg.ServerCommand[0], t.cfg.ServerCommand[1:]...)
+	cmd.Env = append(append(os.Environ(), t.hub.env()...), t.cfg.ServerEnv...)
+	cmd.Stderr = &t.log
+	return cmd
+}
+
+func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn, error) {
+	cmd := t.command()
+	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}
+	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return nil, fmt.Errorf("conformance: start stdio server: %w", err)
+	}
+	// CommandTransport's Close waits for the process to exit, and a stdio
+	// server finishes its cleanup before it exits: closing is the end.
+	return &clientConn{cs: cs}, nil
+}
+
+func (t *stdioTarget) logs() string { return t.log.String() }
+
+func (t *stdioTarget) stop() {}

@@ -1,0 +1,104 @@
+package fakeenvd
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// unauthorizedMessage is envd's 401 message for a missing or wrong token.
+const unauthorizedMessage = "unauthorized access, please provide a valid access token or method signing if supported"
+
+// Signing operations of /files URLs.
+const (
+	SignRead  = "read"
+	SignWrite = "write"
+)
+
+// FileSignature computes the envd URL signature of a /files request:
+// "v1_" + unpadded standard base64 of SHA-256 over
+// "path:operation:username:token" (":expiration" appended when set), as
+// envd and the E2B SDKs compute it. username is "" for the default user.
+func FileSignature(path, operation, username, token string, expiration *int64) string {
+	raw := path + ":" + operation + ":" + username + ":" + token
+	if expiration != nil {
+		raw += ":" + strconv.FormatInt(*expiration, 10)
+	}
+	sum := sha256.Sum256([]byte(raw))
+	return "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
+}
+
+// tokenOK compares the X-Access-Token header with the configured token.
+func (d *Daemon) tokenOK(r *http.Request) bool {
+	got := r.Header.Get(envdapi.AccessTokenHeader)
+	return subtle.ConstantTimeCompare([]byte(got), []byte(d.cfg.AccessToken)) == 1
+}
+
+// authorized applies envd's token middleware: with a token configured,
+// every route except GET /health and GET/POST /files needs the header
+// (the /files handlers check the header or a signature themselves).
+func (d *Daemon) authorized(r *http.Request) bool {
+	if d.cfg.AccessToken == "" {
+		return true
+	}
+	switch r.Method + " " + r.URL.Path {
+	case sandbox.OpEnvdHealth, sandbox.OpFilesDownload, sandbox.OpFilesUpload:
+		return true
+	}
+	return d.tokenOK(r)
+}
+
+// checkSigning validates a /files request: the token header when present,
+// otherwise the signature (and expiration) query parameters.
+func (d *Daemon) checkSigning(r *http.Request, path, operation string) error {
+	if d.cfg.AccessToken == "" {
+		return nil
+	}
+	if r.Header.Get(envdapi.AccessTokenHeader) != "" {
+		if !d.tokenOK(r) {
+			return errors.New("access token present in header but does not match")
+		}
+		return nil
+	}
+	q := r.URL.Query()
+	if !q.Has("signature") {
+		return errors.New("missing signature query parameter")
+	}
+	var exp *int64
+	if s := q.Get("signature_expiration"); s != "" {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return errors.New("invalid signature expiration")
+		}
+		exp = &v
+	}
+	want := FileSignature(path, operation, q.Get("username"), d.cfg.AccessToken, exp)
+	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
+		return errors.New("invalid signature")
+	}
+	if exp != nil && *exp < time.Now().Unix() {
+		return errors.New("signature is already expired")
+	}
+	return nil
+}
+
+// account finds a user by name; "" is the default user.
+func (d *Daemon) account(name string) (account, bool) {
+	if name == "" {
+		name = d.cfg.User
+	}
+	for _, a := range d.cfg.accounts() {
+		if a.name == name {
+			return a, true
+		}
+	}
+	return account{}, false
+}

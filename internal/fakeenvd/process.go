@@ -1,0 +1,255 @@
+package fakeenvd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
+)
+
+// firstPID is the pid of a daemon's first process.
+const firstPID = 1000
+
+// killSignal is the cancellation cause of a signalled process; its text is
+// what envd reports ("signal: killed", "signal: terminated").
+type killSignal syscall.Signal
+
+func (k killSignal) Error() string { return "signal: " + syscall.Signal(k).String() }
+
+// process is one running command.
+type process struct {
+	pid    uint32
+	tag    *string
+	config envdapi.ProcessConfig
+
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	hub      *outputHub
+	out      *coalescer
+	killed   chan struct{}
+	killOnce sync.Once
+	done     chan struct{}
+
+	stdinR  *os.File
+	stdinMu sync.Mutex
+	stdinW  *os.File // nil once closed
+}
+
+// signal stops the process: the shell stops between statements, built-ins
+// watch the context, stdin is closed and pending output is dropped.
+func (p *process) signal(sig syscall.Signal) {
+	p.cancel(killSignal(sig))
+	p.killOnce.Do(func() { close(p.killed) })
+	_ = p.closeStdin()
+}
+
+// writeStdin writes to the process's standard input; it gives up when ctx
+// ends or the process exits.
+func (p *process) writeStdin(ctx context.Context, data []byte) error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	w := p.stdinW
+	if w == nil {
+		return errors.New("stdin not enabled or closed")
+	}
+	stop := context.AfterFunc(ctx, func() { _ = w.SetWriteDeadline(time.Now()) })
+	_, err := w.Write(data)
+	stop()
+	_ = w.SetWriteDeadline(time.Time{})
+	if err != nil {
+		return fmt.Errorf("error writing to stdin of process '%d': %w", p.pid, err)
+	}
+	return nil
+}
+
+// closeStdin closes the write end of stdin; the process reads EOF.
+func (p *process) closeStdin() error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdinW == nil {
+		return nil
+	}
+	err := p.stdinW.Close()
+	p.stdinW = nil
+	return err
+}
+
+// info describes the process for List.
+func (p *process) info() envdapi.ProcessInfo {
+	return envdapi.ProcessInfo{Config: p.config, Pid: p.pid, Tag: p.tag}
+}
+
+// endEvent is the end of a process that exited with code, or was stopped
+// with cause; it mirrors os.ProcessState as envd reports it.
+func endEvent(code int, cause error) envdapi.ProcessEvent {
+	end := &envdapi.EndEvent{}
+	var sig killSignal
+	if errors.As(cause, &sig) {
+		msg := sig.Error()
+		end.ExitCode, end.Exited, end.Status, end.Error = -1, false, msg, &msg
+	} else {
+		msg := fmt.Sprintf("exit status %d", code)
+		end.ExitCode, end.Exited, end.Status = int32(code), true, msg
+		if code != 0 {
+			end.Error = &msg
+		}
+	}
+	return envdapi.ProcessEvent{End: end}
+}
+
+// procTable holds the running processes of a daemon.
+type procTable struct {
+	mu    sync.Mutex
+	next  uint32
+	procs map[uint32]*process
+	wg    sync.WaitGroup
+}
+
+func newProcTable() *procTable {
+	return &procTable{next: firstPID, procs: map[uint32]*process{}}
+}
+
+// add registers p under a fresh pid.
+func (t *procTable) add(p *process) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p.pid = t.next
+	t.next++
+	t.procs[p.pid] = p
+}
+
+func (t *procTable) remove(pid uint32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.procs, pid)
+}
+
+// get finds a process by pid or tag; a miss is a connect not_found error.
+func (t *procTable) get(sel envdapi.ProcessSelector) (*process, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	switch {
+	case sel.Pid != nil:
+		if p, ok := t.procs[*sel.Pid]; ok {
+			return p, nil
+		}
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with pid %d not found", *sel.Pid))
+	case sel.Tag != nil:
+		for _, pid := range t.pidsLocked() {
+			if p := t.procs[pid]; p.tag != nil && *p.tag == *sel.Tag {
+				return p, nil
+			}
+		}
+		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("process with tag %s not found", *sel.Tag))
+	}
+	return nil, connect.NewError(connect.CodeInvalidArgument, errors.New("process selector needs a pid or a tag"))
+}
+
+func (t *procTable) pidsLocked() []uint32 {
+	pids := make([]uint32, 0, len(t.procs))
+	for pid := range t.procs {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	return pids
+}
+
+// all returns the running processes ordered by pid.
+func (t *procTable) all() []*process {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*process, 0, len(t.procs))
+	for _, pid := range t.pidsLocked() {
+		out = append(out, t.procs[pid])
+	}
+	return out
+}
+
+// startSpec is everything a new process needs.
+type startSpec struct {
+	sh      *shell
+	config  envdapi.ProcessConfig
+	tag     *string
+	dir     string
+	env     []string
+	stdin   bool
+	timeout time.Duration // 0 = none
+}
+
+// start launches a process and returns it with a subscription made before
+// it runs, so that the caller sees all of its output.
+func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec startSpec) (*process, *subscription, error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("fakeenvd: stdin pipe: %w", err)
+	}
+	if !spec.stdin {
+		stdinW.Close()
+		stdinW = nil
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	p := &process{
+		tag: spec.tag, config: spec.config, ctx: ctx, cancel: cancel,
+		killed: make(chan struct{}), done: make(chan struct{}), stdinR: stdinR, stdinW: stdinW,
+	}
+	p.hub = newOutputHub(p.killed, abort)
+	p.out = &coalescer{hub: p.hub}
+	sub := p.hub.subscribe()
+	t.add(p)
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		t.run(p, spec)
+	}()
+	return p, sub, nil
+}
+
+// run executes the command line of p and reports its end.
+func (t *procTable) run(p *process, spec startSpec) {
+	defer close(p.done)
+	if spec.timeout > 0 {
+		timer := time.AfterFunc(spec.timeout, func() { p.signal(syscall.SIGKILL) })
+		defer timer.Stop()
+	}
+	stdout, stderr := streamWriter{p.out, kindStdout}, streamWriter{p.out, kindStderr}
+	code := 0
+	line, err := commandLine(append([]string{spec.config.Cmd}, spec.config.Args...))
+	if err != nil {
+		fmt.Fprintf(stderr, "bash: %v\n", err)
+		code = 126
+	} else {
+		inv := spec.sh.rootInvocation(spec.dir, spec.env, p.stdinR, stdout, stderr)
+		code = spec.sh.runScript(p.ctx, inv, script{src: line, name: "bash"})
+	}
+	cause := context.Cause(p.ctx)
+	p.out.close()
+	_ = p.stdinR.Close()
+	_ = p.closeStdin()
+	p.cancel(nil)
+	t.remove(p.pid)
+	p.hub.finish(endEvent(code, cause))
+}
+
+// killAll signals every process and waits (bounded) for them to end.
+func (t *procTable) killAll(wait time.Duration) {
+	for _, p := range t.all() {
+		p.signal(syscall.SIGKILL)
+	}
+	done := make(chan struct{})
+	go func() {
+		t.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(wait):
+	}
+}

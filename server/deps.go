@@ -1,0 +1,132 @@
+package server
+
+import (
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// Deps is what the tools need from the outside world. Build one, then pass it
+// to [New] (or to a tool constructor in tests). Only Platform is required.
+type Deps struct {
+	// Platform reaches the configured providers.
+	Platform *sandbox.Platform
+	// Logger receives structured logs: method, tool, duration and category,
+	// never arguments, results, provider messages, URLs or tokens. Nil
+	// discards logs.
+	Logger *slog.Logger
+	// Limits bounds outputs, transfers and cleanup. Zero fields take the
+	// documented defaults.
+	Limits Limits
+	// Now tells the time (durations in logs, background command bookkeeping).
+	// Nil means time.Now.
+	Now func() time.Time
+	// Secrets are values that must never appear in any tool result: the
+	// providers' API keys, the HTTP bearer token. The last-line middleware
+	// replaces each one found in a result. See [SecretsFromEnv].
+	Secrets []string
+}
+
+// Limits bounds what one call may produce or move. The zero value of each
+// field selects its default.
+type Limits struct {
+	// OutputBytes caps each of stdout and stderr of run_command and run_code,
+	// and one get_background_command read (EXEC-3). Default
+	// [DefaultOutputBytes].
+	OutputBytes int
+	// ReadFileBytes caps read_file (FILE-2). Default [DefaultReadFileBytes].
+	ReadFileBytes int
+	// TransferBytes caps the decoded size of upload_file and the max_bytes of
+	// download_file (BIN-1, BIN-2). Default [DefaultTransferBytes].
+	TransferBytes int
+	// BackgroundBufferBytes is how much output of one background command is
+	// kept for reading. Default [DefaultBackgroundBufferBytes].
+	BackgroundBufferBytes int
+	// BackgroundCommands caps the background commands one session may keep.
+	// Default [DefaultBackgroundCommands].
+	BackgroundCommands int
+	// DestroyTimeout bounds each close-time destroy. Default
+	// [DefaultDestroyTimeout].
+	DestroyTimeout time.Duration
+	// DestroyConcurrency is how many close-time destroys run at once, across
+	// the whole server. Default [DefaultDestroyConcurrency].
+	DestroyConcurrency int
+}
+
+// Defaults of [Limits].
+const (
+	DefaultOutputBytes           = 64 << 10
+	DefaultReadFileBytes         = 1 << 20
+	DefaultTransferBytes         = 16 << 20
+	DefaultBackgroundBufferBytes = 1 << 20
+	DefaultBackgroundCommands    = 64
+	DefaultDestroyTimeout        = 30 * time.Second
+	DefaultDestroyConcurrency    = 8
+)
+
+// withDefaults returns l with every zero field set to its default.
+func (l Limits) withDefaults() Limits {
+	if l.OutputBytes <= 0 {
+		l.OutputBytes = DefaultOutputBytes
+	}
+	if l.ReadFileBytes <= 0 {
+		l.ReadFileBytes = DefaultReadFileBytes
+	}
+	if l.TransferBytes <= 0 {
+		l.TransferBytes = DefaultTransferBytes
+	}
+	if l.BackgroundBufferBytes <= 0 {
+		l.BackgroundBufferBytes = DefaultBackgroundBufferBytes
+	}
+	if l.BackgroundCommands <= 0 {
+		l.BackgroundCommands = DefaultBackgroundCommands
+	}
+	if l.DestroyTimeout <= 0 {
+		l.DestroyTimeout = DefaultDestroyTimeout
+	}
+	if l.DestroyConcurrency <= 0 {
+		l.DestroyConcurrency = DefaultDestroyConcurrency
+	}
+	return l
+}
+
+// withDefaults returns a copy of d with defaults filled in. It never
+// modifies d.
+func (d *Deps) withDefaults() *Deps {
+	if d == nil {
+		d = &Deps{}
+	}
+	c := *d
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.Limits = c.Limits.withDefaults()
+	c.Secrets = append([]string(nil), d.Secrets...)
+	return &c
+}
+
+// SecretsFromEnv returns the API keys of every provider the platform knows,
+// read through getenv (nil means os.Getenv) from each provider's APIKeyEnv.
+// Blank values are skipped.
+func SecretsFromEnv(p *sandbox.Platform, getenv func(string) string) []string {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	var out []string
+	for _, id := range p.Providers() {
+		pc, ok := p.Provider(id)
+		if !ok {
+			continue
+		}
+		if v := strings.TrimSpace(getenv(pc.APIKeyEnv)); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,28 @@
+// Package server is sandboxkit's reference MCP server: the fifteen sandbox
+// tools of the tool contract (shared/spec/tools.md), built on the official Go
+// SDK (github.com/modelcontextprotocol/go-sdk) and the sandbox SDK.
+//
+// Each tool has one exported constructor named after it ([GetSandbox],
+// [CreateSandbox], ...), and [AllTools] is the single list that registration,
+// documentation and tests read. A [Tool] is an [mcp.Tool] with a hand-written
+// input schema plus a handler; it is registered through the raw
+// [mcp.Server.AddTool], and its arguments are validated here, field by field
+// (VAL-1..7), so that an invalid value is never echoed back and never reaches
+// the platform.
+//
+// Every result carries structuredContent and the same JSON as one text block
+// (TOOLS-3); every failure is a tool error whose structuredContent is
+// {"error": {"category", "http_status", "code", "field", "recovery"}} (ERR-1,
+// ERR-2). A last-line middleware turns any stray Go error or panic into an
+// internal tool error and scrubs known secrets from every result.
+//
+// State lives per MCP session (keyed by *mcp.ServerSession): the default
+// sandbox, the owned sandboxes with their renewal policies, and the
+// background commands. When a session ends (stdio EOF, HTTP DELETE, HTTP idle
+// timeout, or [Server.Shutdown]) every owned sandbox is destroyed and nothing
+// else is (SESSION-1).
+//
+// The same [Server] serves stdio ([Server.RunStdio]) and Streamable HTTP
+// ([Server.HTTPHandler]) with one *mcp.Server, so tools/list and results are
+// identical over both (TOOLS-2).
+package server

@@ -1,0 +1,171 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// Bounds of the execution tools.
+const (
+	defaultCommandTimeout = 60 // seconds (EXEC-1)
+	// maxShellCommandLen keeps "bash -l -c <command>" within Linux's limit
+	// on one argument (128 KiB) whatever the characters' UTF-8 length.
+	maxShellCommandLen = 32000
+	maxCodeLen         = 1 << 20
+	pathPattern        = `^[^\x00]+$`
+)
+
+// execResult is the result of run_command and run_code (EXEC-1, EXEC-2).
+type execResult struct {
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	ExitCode  int    `json:"exit_code"`
+	Truncated bool   `json:"truncated"`
+}
+
+func execOutputSchema(limit int) *jsonschema.Schema {
+	return object("", []string{"stdout", "stderr", "exit_code", "truncated"}, map[string]*jsonschema.Schema{
+		"stdout":    {Type: "string", Description: "Standard output; beyond " + itoa(limit) + " bytes the middle is cut and head and tail are kept."},
+		"stderr":    {Type: "string", Description: "Standard error, capped the same way."},
+		"exit_code": {Type: "integer", Description: "Exit status; non-zero is a result, not an error. -1 when ended by a signal."},
+		"truncated": {Type: "boolean", Description: "True when stdout or stderr was cut."},
+	}, "stdout", "stderr", "exit_code", "truncated")
+}
+
+func commandTimeoutArg() *jsonschema.Schema {
+	return withDefault(integer("Seconds the command may run, 1 to "+itoa(maxCommandTimeout)+"; after that it is killed and the call fails with category timeout. Default "+itoa(defaultCommandTimeout)+".", 1, maxCommandTimeout), defaultCommandTimeout)
+}
+
+func sandboxIDExecArg() *jsonschema.Schema {
+	return sandboxIDArg("The sandbox, bare or as provider:id. Default: this session's default sandbox, created (template \"" + sandbox.DefaultTemplate + "\") when there is none.")
+}
+
+// runShell runs a command line on the reached sandbox with capped output,
+// then renews an owned sandbox (RENEW-1).
+func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command string, opts sandbox.CommandOptions) (*execResult, error) {
+	stdout, stderr := newHeadTail(d.Limits.OutputBytes), newHeadTail(d.Limits.OutputBytes)
+	opts.Stdout, opts.Stderr = stdout, stderr
+	res, err := r.envd.Run(ctx, command, &opts)
+	if err != nil {
+		if sandbox.CategoryOf(err) == sandbox.Timeout && ctx.Err() == nil {
+			// EXEC-1: the command outlived its timeout and was killed.
+			return nil, &ToolError{Category: sandbox.Timeout, Code: codeCommandTimeout, Field: "timeout", Recovery: hintCmdTimeout}
+		}
+		return nil, err
+	}
+	return &execResult{
+		Stdout:    stdout.String(),
+		Stderr:    stderr.String(),
+		ExitCode:  res.ExitCode,
+		Truncated: stdout.truncated() || stderr.truncated(), // EXEC-3
+	}, nil
+}
+
+// RunCommand is run_command (EXEC-1, EXEC-3): a shell command line run to
+// completion in the sandbox.
+func RunCommand(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"command", "cwd", "envs", "timeout", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"command":    str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, ""),
+		"cwd":        str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern),
+		"envs":       envsArg("Environment variables for this command: names to string values."),
+		"timeout":    commandTimeoutArg(),
+		"sandbox_id": sandboxIDExecArg(),
+	}, "command")
+	def := &mcp.Tool{
+		Name: "run_command",
+		Description: "Run a shell command in a sandbox and wait for it to finish. Returns stdout, stderr, exit_code and " +
+			"truncated; a non-zero exit code is a result, not an error. Each stream is capped at " + itoa(deps.Limits.OutputBytes) +
+			" bytes: beyond that the middle is cut and the head and tail are kept. A command that outlives timeout is killed " +
+			"and the call fails with category timeout; for long-running commands use start_background_command. Without " +
+			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
+		InputSchema:  in,
+		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
+		Annotations:  annotations("Run command", false, true, false, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
+			Cwd:     a.str("cwd"),
+			Envs:    a.strMap("envs"),
+			Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
+		})
+	})
+}
+
+// interpreter returns the program that runs a file of run_code's language,
+// and the file's extension.
+func interpreter(lang string) (program, ext string, ok bool) {
+	switch lang {
+	case "python":
+		return "python3", ".py", true
+	case "javascript":
+		return "node", ".js", true
+	case "bash":
+		return "bash", ".sh", true
+	}
+	return "", "", false
+}
+
+// RunCode is run_code (EXEC-2): a snippet of Python, JavaScript or Bash,
+// written to a temporary file in the sandbox and run with its interpreter.
+func RunCode(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"code", "language", "timeout", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"code":       str("The program's source code.", maxCodeLen, ""),
+		"language":   withDefault(enum("Language of code. Default python.", "python", "javascript", "bash"), "python"),
+		"timeout":    commandTimeoutArg(),
+		"sandbox_id": sandboxIDExecArg(),
+	}, "code")
+	def := &mcp.Tool{
+		Name: "run_code",
+		Description: "Run a Python (python3), JavaScript (node) or Bash program in a sandbox and wait for it to finish. " +
+			"Returns stdout, stderr, exit_code and truncated, like run_command, with the same output cap and timeout. " +
+			"The interpreter must exist in the sandbox's template. Without sandbox_id the session's default sandbox is " +
+			"used, and one is created when there is none.",
+		InputSchema:  in,
+		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
+		Annotations:  annotations("Run code", false, true, false, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		lang := a.str("language")
+		if lang == "" {
+			lang = "python"
+		}
+		program, ext, ok := interpreter(lang)
+		if !ok {
+			return nil, invalidField("language")
+		}
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		file := "/tmp/sandboxkit-code-" + randomHex(8) + ext
+		if _, err := r.envd.WriteText(ctx, file, a.str("code")); err != nil {
+			return nil, err
+		}
+		command := program + " " + file + "; __sbk_rc=$?; rm -f " + file + "; exit $__sbk_rc"
+		return runShell(ctx, deps, sess, r, command, sandbox.CommandOptions{
+			Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
+		})
+	})
+}
+
+// randomHex returns n random bytes as 2n hex digits.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

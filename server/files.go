@@ -1,0 +1,185 @@
+package server
+
+import (
+	"context"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// Bounds of the file tools.
+const (
+	defaultListDepth = 1
+	maxListDepth     = 10
+	maxListEntries   = 10000
+	// fileOpTimeout bounds one file operation; the daemon's /files routes
+	// have no timeout of their own.
+	fileOpTimeout = 5 * time.Minute
+)
+
+func pathArg(desc string) *jsonschema.Schema {
+	return str(desc+" Relative paths resolve against the sandbox user's home.", maxPathLen, pathPattern)
+}
+
+// ReadFile is read_file (FILE-2, FILE-4): a UTF-8 text file's content.
+func ReadFile(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"path", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"path":       pathArg("The file to read."),
+		"sandbox_id": sandboxIDExecArg(),
+	}, "path")
+	out := object("", []string{"path", "content"}, map[string]*jsonschema.Schema{
+		"path":    {Type: "string", Description: "The path as given."},
+		"content": {Type: "string", Description: "The file's text."},
+	}, "path", "content")
+	def := &mcp.Tool{
+		Name: "read_file",
+		Description: "Read a UTF-8 text file from a sandbox. A file that is not valid UTF-8 or is larger than " +
+			itoa(deps.Limits.ReadFileBytes) + " bytes is an error: use download_file for binary or large files. A missing " +
+			"path is a not_found error. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("Read file", true, false, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		path := a.str("path")
+		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		defer cancel()
+		data, truncated, err := r.envd.ReadFile(fctx, path, int64(deps.Limits.ReadFileBytes))
+		if err != nil {
+			return nil, err
+		}
+		if truncated {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "path", Recovery: hintUseDownload}
+		}
+		if !utf8.Valid(data) {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeNotUTF8, Field: "path", Recovery: hintUseDownload}
+		}
+		return struct {
+			Path    string `json:"path"`
+			Content string `json:"content"`
+		}{path, string(data)}, nil
+	})
+}
+
+// WriteFile is write_file (FILE-1): UTF-8 text written to a file, creating
+// parent directories and replacing an existing file.
+func WriteFile(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"path", "content", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"path": pathArg("The file to write."),
+		"content": {Type: "string", MaxLength: ptr(deps.Limits.TransferBytes),
+			Description: "The text to write (UTF-8), at most " + itoa(deps.Limits.TransferBytes) + " bytes."},
+		"sandbox_id": sandboxIDExecArg(),
+	}, "path", "content")
+	out := object("", []string{"path", "bytes_written"}, map[string]*jsonschema.Schema{
+		"path":          {Type: "string", Description: "The path as given."},
+		"bytes_written": {Type: "integer", Description: "Bytes written."},
+	}, "path", "bytes_written")
+	def := &mcp.Tool{
+		Name: "write_file",
+		Description: "Write UTF-8 text to a file in a sandbox, creating parent directories and overwriting an existing " +
+			"file. For binary data use upload_file. Without sandbox_id the session's default sandbox is used, and one " +
+			"is created when there is none.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("Write file", false, true, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		content := a.str("content")
+		if len(content) > deps.Limits.TransferBytes {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "content", Recovery: sandbox.InvalidArgument.Recovery()}
+		}
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		path := a.str("path")
+		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		defer cancel()
+		info, err := r.envd.WriteText(fctx, path, content)
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			Path         string `json:"path"`
+			BytesWritten int64  `json:"bytes_written"`
+		}{path, info.Size}, nil
+	})
+}
+
+// fileEntry is one entry of list_files (FILE-3).
+type fileEntry struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	Type string `json:"type"`
+	Size int64  `json:"size"`
+}
+
+// ListFiles is list_files (FILE-3, FILE-4): a directory's entries down to a
+// depth.
+func ListFiles(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"path", "depth", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"path":       pathArg("The directory to list."),
+		"depth":      withDefault(integer("Levels to descend, 1 (the directory's own entries) to "+itoa(maxListDepth)+". Default 1.", 1, maxListDepth), defaultListDepth),
+		"sandbox_id": sandboxIDExecArg(),
+	}, "path")
+	entry := object("", []string{"name", "path", "type", "size"}, map[string]*jsonschema.Schema{
+		"name": {Type: "string"},
+		"path": {Type: "string", Description: "Absolute path."},
+		"type": enum("", "file", "directory", "symlink"),
+		"size": {Type: "integer", Description: "Size in bytes."},
+	}, "name", "path", "type", "size")
+	out := object("", []string{"entries", "truncated"}, map[string]*jsonschema.Schema{
+		"entries":   {Type: "array", Items: entry},
+		"truncated": {Type: "boolean", Description: "True when more than " + itoa(maxListEntries) + " entries were found and the rest left out."},
+	}, "entries", "truncated")
+	def := &mcp.Tool{
+		Name: "list_files",
+		Description: "List the entries of a directory in a sandbox (name, absolute path, type file/directory/symlink, " +
+			"size), descending depth levels. A missing path is a not_found error. Without sandbox_id the session's " +
+			"default sandbox is used, and one is created when there is none.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("List files", true, false, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		defer cancel()
+		infos, err := r.envd.ListDir(fctx, a.str("path"), int(a.integer("depth", defaultListDepth)))
+		if err != nil {
+			return nil, err
+		}
+		entries := make([]fileEntry, 0, min(len(infos), maxListEntries))
+		for _, e := range infos {
+			if len(entries) == maxListEntries {
+				break
+			}
+			typ := string(e.Type)
+			if e.Type != sandbox.EntryDirectory && e.Type != sandbox.EntrySymlink {
+				typ = string(sandbox.EntryFile)
+			}
+			entries = append(entries, fileEntry{Name: e.Name, Path: e.Path, Type: typ, Size: e.Size})
+		}
+		return struct {
+			Entries   []fileEntry `json:"entries"`
+			Truncated bool        `json:"truncated"`
+		}{entries, len(infos) > maxListEntries}, nil
+	})
+}

@@ -1,0 +1,344 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// metadata is one sandbox's metadata as every tool result shows it: exactly
+// nine keys (META-1), times in RFC 3339 UTC or null (META-2), unreported
+// resources null (META-3), and nothing else: no token, env var, account,
+// user metadata, domain or URL (META-4).
+type metadata struct {
+	SandboxID  string  `json:"sandbox_id"`
+	Template   string  `json:"template"`
+	Status     string  `json:"status"`
+	Region     *string `json:"region"`
+	StartedAt  *string `json:"started_at"`
+	EndAt      *string `json:"end_at"`
+	CPUCount   *int    `json:"cpu_count"`
+	MemoryMB   *int    `json:"memory_mb"`
+	DiskSizeMB *int    `json:"disk_size_mb"`
+}
+
+// toMetadata copies the nine fields. id is the ID as the caller passes it
+// back (META-5).
+func toMetadata(id string, in sandbox.Info) metadata {
+	if id == "" {
+		id = in.SandboxID
+	}
+	return metadata{
+		SandboxID:  id,
+		Template:   in.Template,
+		Status:     string(in.Status),
+		Region:     in.Region,
+		StartedAt:  rfc3339(in.StartedAt),
+		EndAt:      rfc3339(in.EndAt),
+		CPUCount:   in.CPUCount,
+		MemoryMB:   in.MemoryMB,
+		DiskSizeMB: in.DiskSizeMB,
+	}
+}
+
+func rfc3339(t *time.Time) *string {
+	if t == nil || t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+// canonicalID parses an explicit sandbox_id and writes it the way results
+// show it (bare for the default provider). A malformed ID or an unknown
+// provider prefix is a validation error on sandbox_id, before any call.
+func canonicalID(p *sandbox.Platform, raw string) (string, error) {
+	q, err := p.ParseID(raw)
+	if err != nil {
+		return "", invalidField("sandbox_id")
+	}
+	return p.FormatID(q), nil
+}
+
+// target returns the sandbox a lifecycle call is about: the explicit
+// sandbox_id, else the session's default. Lifecycle tools never create one:
+// without either it is a tool error and no call is made (GET-2, TIMEOUT-2).
+func target(p *sandbox.Platform, sess *session, a args) (string, error) {
+	if a.has("sandbox_id") {
+		return canonicalID(p, a.str("sandbox_id"))
+	}
+	id, ok := sess.defaultSandbox()
+	if !ok {
+		return "", noDefaultError()
+	}
+	return id, nil
+}
+
+// killNow destroys a sandbox that was created for a session that closed
+// before it could be adopted: it is that sandbox's close-time destroy.
+func killNow(d *Deps, h *sandbox.Sandbox) {
+	ctx, cancel := context.WithTimeout(context.Background(), d.Limits.DestroyTimeout)
+	defer cancel()
+	if err := h.Kill(ctx); err != nil && !isNotFound(err) {
+		d.Logger.Warn("late sandbox destroy failed", "category", string(sandbox.CategoryOf(err)))
+	}
+}
+
+// ListSandboxes is list_sandboxes (LIST-1..6): one page of the sandboxes the
+// configured account can see, through the SDK's List. It never creates,
+// selects or adopts a sandbox (LIST-2).
+func ListSandboxes(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"status", "limit", "offset", "provider", "region"}, map[string]*jsonschema.Schema{
+		"status":   enum("Only sandboxes in this state. Default: running and paused.", "running", "paused"),
+		"limit":    withDefault(integer("Page size, 1 to "+itoa(maxListLimit)+". Default "+itoa(maxListLimit)+".", 1, maxListLimit), maxListLimit),
+		"offset":   withDefault(integer("Number of sandboxes to skip; a larger offset gives the next page. Default 0.", 0, maxListOffset), 0),
+		"provider": str("A configured provider ID. Default: the default provider.", 32, providerPattern),
+		"region":   str("A region of the provider. Default: the provider's default.", 64, regionPattern),
+	})
+	out := object("", []string{"sandboxes", "limit", "offset"}, map[string]*jsonschema.Schema{
+		"sandboxes": {Type: "array", Items: metadataSchema("One sandbox's metadata.")},
+		"limit":     {Type: "integer", Description: "The limit applied."},
+		"offset":    {Type: "integer", Description: "The offset applied."},
+	}, "sandboxes", "limit", "offset")
+	def := &mcp.Tool{
+		Name: "list_sandboxes",
+		Description: "List the sandboxes the configured account can see at a provider, one page at a time. " +
+			"Page with limit and offset (a larger offset gives the next page); the result has no total count and no cursor. " +
+			"Listing never creates a sandbox, never changes this session's default sandbox, and never makes a listed " +
+			"sandbox one that this session destroys when it ends.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("List sandboxes", true, false, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		limit := int(a.integer("limit", maxListLimit))
+		offset := int(a.integer("offset", 0))
+		opts := &sandbox.ListOptions{Provider: a.str("provider"), Region: a.str("region"), Limit: limit, Offset: offset}
+		if a.has("status") {
+			opts.States = []sandbox.State{sandbox.State(a.str("status"))}
+		}
+		infos, err := deps.Platform.List(ctx, opts) // LIST-6
+		if err != nil {
+			return nil, err
+		}
+		items := make([]metadata, 0, len(infos))
+		for _, in := range infos {
+			items = append(items, toMetadata("", in))
+		}
+		return struct {
+			Sandboxes []metadata `json:"sandboxes"`
+			Limit     int        `json:"limit"`
+			Offset    int        `json:"offset"`
+		}{items, limit, offset}, nil // LIST-5
+	})
+}
+
+// GetSandbox is get_sandbox (GET-1..7): the latest platform metadata of a
+// sandbox. Owned sandboxes are refreshed through their handle (GET-5);
+// external IDs are read with GetInfoByID, which never connects (GET-6). It
+// never creates a sandbox or extends a lifetime (GET-3).
+func GetSandbox(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"sandbox_id"}, map[string]*jsonschema.Schema{
+		"sandbox_id": sandboxIDArg("The sandbox to read, bare or as provider:id. Default: this session's default sandbox."),
+	})
+	def := &mcp.Tool{
+		Name: "get_sandbox",
+		Description: "Return the latest platform metadata of a sandbox: sandbox_id, template, status, region, started_at, " +
+			"end_at, cpu_count, memory_mb, disk_size_mb. Without sandbox_id it reads this session's default sandbox; " +
+			"with no default it fails and creates nothing. Reading never extends a sandbox's lifetime, never connects " +
+			"to it, and never changes the default.",
+		InputSchema:  in,
+		OutputSchema: metadataSchema("The sandbox's metadata."),
+		Annotations:  annotations("Get sandbox", true, false, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		id, err := target(deps.Platform, sess, a) // GET-1, GET-2, GET-4
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := sess.ownedByID(id); ok {
+			info, err := o.handle.RefreshInfo(ctx) // GET-5
+			if err != nil {
+				return nil, err
+			}
+			return toMetadata(id, *info), nil
+		}
+		info, err := deps.Platform.GetInfoByID(ctx, id, nil) // GET-6, GET-7
+		if err != nil {
+			return nil, err
+		}
+		return toMetadata(id, *info), nil
+	})
+}
+
+// CreateSandbox is create_sandbox (CREATE-1..6): a new sandbox that becomes
+// this session's default and is owned, so it is destroyed when the session
+// ends. The result is its metadata, refreshed after creation.
+func CreateSandbox(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"template", "timeout", "envs", "region", "cpu", "memory", "provider"}, map[string]*jsonschema.Schema{
+		"template": str("Template alias or ID. Default: the provider's default template (\""+sandbox.DefaultTemplate+"\").", 128, templatePattern),
+		"timeout": withDefault(integer("Lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now; also the "+
+			"lifetime later execution and file tools renew it to. Default 300.", 1, maxSandboxTimeout), 300),
+		"envs":     envsArg("Environment variables set in every process of the sandbox: names to string values. Never pass secrets: arguments may be visible to the model."),
+		"region":   str("A region of the provider. Default: the provider's default.", 64, regionPattern),
+		"cpu":      integer("vCPUs, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxCPU),
+		"memory":   integer("Memory in MB, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxMemoryMB),
+		"provider": str("A configured provider ID. Default: the default provider.", 32, providerPattern),
+	})
+	def := &mcp.Tool{
+		Name: "create_sandbox",
+		Description: "Create a sandbox. It becomes this session's default sandbox and is owned by the session: it is " +
+			"destroyed when the session ends. Omitted resources keep the template's or provider's defaults; passing " +
+			"validation does not mean the provider accepts a combination, and a rejection comes back as a categorized " +
+			"error. Credentials live in the server's configuration, never in arguments. Returns the new sandbox's metadata.",
+		InputSchema:  in,
+		OutputSchema: metadataSchema("The new sandbox's metadata."),
+		Annotations:  annotations("Create sandbox", false, false, false, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		timeout := time.Duration(a.integer("timeout", 0)) * time.Second
+		opts := &sandbox.CreateOptions{
+			Provider: a.str("provider"),
+			Region:   a.str("region"),
+			Template: a.str("template"),
+			Timeout:  timeout,
+			EnvVars:  a.strMap("envs"),
+			CPUCount: int(a.integer("cpu", 0)),    // CREATE-2: 0 is not sent
+			MemoryMB: int(a.integer("memory", 0)), // CREATE-2
+		}
+		o, err := createOwned(ctx, deps, sess, opts)
+		if err != nil {
+			return nil, err
+		}
+		id := o.handle.ID()
+		info := o.handle.Info()
+		if !sess.isClosed() {
+			if fresh, err := o.handle.RefreshInfo(ctx); err == nil {
+				info = *fresh
+			}
+		}
+		return toMetadata(id, info), nil // CREATE-6
+	})
+}
+
+// createOwned creates a sandbox and adopts it as owned and default
+// (CREATE-5). The create itself is not cancelled when the session closes
+// (a cancelled create could leave a sandbox nobody knows); a sandbox whose
+// session closed meanwhile is destroyed at once.
+func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
+	h, err := deps.Platform.Create(context.WithoutCancel(ctx), opts)
+	if err != nil {
+		return nil, err
+	}
+	renewal := opts.Timeout
+	if renewal == 0 {
+		renewal = sandbox.DefaultSandboxTimeout // RENEW-1: 300 s when none
+	}
+	o, ok := sess.adopt(h.ID(), h, renewal)
+	if !ok {
+		killNow(deps, h)
+		return nil, sessionClosedError()
+	}
+	return o, nil
+}
+
+// SetSandboxTimeout is set_sandbox_timeout (TIMEOUT-1..7). For an owned
+// sandbox it calls the handle's SetTimeout and, once that succeeds, makes N
+// the renewal policy; for an external ID it calls SetTimeoutByID without
+// connecting or taking it over.
+func SetSandboxTimeout(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"sandbox_id", "timeout"}, map[string]*jsonschema.Schema{
+		"sandbox_id": sandboxIDArg("The sandbox, bare or as provider:id. Default: this session's default sandbox."),
+		"timeout":    integer("The sandbox's remaining lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now.", 1, maxSandboxTimeout),
+	}, "timeout")
+	out := object("", []string{"success", "sandbox_id", "timeout"}, map[string]*jsonschema.Schema{
+		"success":    {Type: "boolean", Const: ptr[any](true)},
+		"sandbox_id": {Type: "string"},
+		"timeout":    {Type: "integer"},
+	}, "success", "sandbox_id", "timeout")
+	def := &mcp.Tool{
+		Name: "set_sandbox_timeout",
+		Description: "Set a sandbox's remaining lifetime to timeout seconds from now (not an HTTP timeout); a short " +
+			"timeout ends the sandbox early. Without sandbox_id it applies to this session's default sandbox; with no " +
+			"default it fails and creates nothing. For a sandbox this session created, later execution and file tools " +
+			"renew it to this timeout. A sandbox named by ID that this session did not create is updated without being " +
+			"taken over.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("Set sandbox timeout", false, false, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		id, err := target(deps.Platform, sess, a) // TIMEOUT-2
+		if err != nil {
+			return nil, err
+		}
+		n := a.integer("timeout", 0) // TIMEOUT-1: required and bounded by the schema
+		d := time.Duration(n) * time.Second
+		if o, ok := sess.ownedByID(id); ok {
+			// TIMEOUT-3; on failure the previous policy stays (TIMEOUT-4).
+			if err := o.handle.SetTimeout(ctx, d); err != nil {
+				return nil, err
+			}
+			// TIMEOUT-5: a completion after close changes nothing.
+			sess.setRenewal(id, o, d)
+		} else if err := deps.Platform.SetTimeoutByID(ctx, id, d, nil); err != nil { // TIMEOUT-6
+			return nil, err
+		}
+		return struct {
+			Success   bool   `json:"success"`
+			SandboxID string `json:"sandbox_id"`
+			Timeout   int64  `json:"timeout"`
+		}{true, id, n}, nil // TIMEOUT-7
+	})
+}
+
+// KillSandbox is kill_sandbox (SESSION-3): without sandbox_id it kills the
+// default and clears it; an owned sandbox leaves the destroy set; an
+// external ID is killed with KillByID, without connecting.
+func KillSandbox(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"sandbox_id"}, map[string]*jsonschema.Schema{
+		"sandbox_id": sandboxIDArg("The sandbox to kill, bare or as provider:id. Default: this session's default sandbox."),
+	})
+	out := object("", []string{"success", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"success":    {Type: "boolean", Const: ptr[any](true)},
+		"sandbox_id": {Type: "string"},
+	}, "success", "sandbox_id")
+	def := &mcp.Tool{
+		Name: "kill_sandbox",
+		Description: "Destroy a sandbox and everything in it. Without sandbox_id it kills this session's default " +
+			"sandbox and clears the default; with no default it fails. A sandbox that is already gone is a not_found error.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("Kill sandbox", false, true, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		id, err := target(deps.Platform, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := sess.ownedByID(id); ok {
+			err := o.handle.Kill(ctx)
+			if err == nil || isNotFound(err) {
+				sess.disown(id, o)
+			}
+			if err != nil {
+				return nil, err
+			}
+		} else if err := deps.Platform.KillByID(ctx, id, nil); err != nil {
+			return nil, err
+		}
+		return struct {
+			Success   bool   `json:"success"`
+			SandboxID string `json:"sandbox_id"`
+		}{true, id}, nil
+	})
+}

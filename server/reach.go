@@ -1,0 +1,95 @@
+package server
+
+import (
+	"context"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// reached is a sandbox a data-plane tool works on: its canonical ID, its
+// daemon client, and the owned record when this session owns it (nil for an
+// external sandbox, which is never renewed, owned or destroyed: RENEW-2).
+type reached struct {
+	id    string
+	owned *ownedSandbox
+	envd  *sandbox.Envd
+}
+
+// envdClient returns the owned sandbox's daemon client, built once and reused.
+func (o *ownedSandbox) envdClient() *sandbox.Envd {
+	o.envdOnce.Do(func() { o.envd = o.handle.Envd(nil) })
+	return o.envd
+}
+
+// reach resolves the sandbox of an execution, file, background or binary
+// tool. With sandbox_id: an owned sandbox through its handle, any other
+// through the platform's connect call (RENEW-2). Without: the default, and
+// when there is none a new sandbox with the default template, which becomes
+// default and owned (SESSION-2).
+func reach(ctx context.Context, d *Deps, sess *session, a args) (*reached, error) {
+	if a.has("sandbox_id") {
+		id, err := canonicalID(d.Platform, a.str("sandbox_id"))
+		if err != nil {
+			return nil, err
+		}
+		if o, ok := sess.ownedByID(id); ok {
+			return &reached{id: id, owned: o, envd: o.envdClient()}, nil
+		}
+		// RENEW-2: reaching an external sandbox must not renew it, so the
+		// connect asks for no lifetime (a running sandbox keeps its end time).
+		h, err := d.Platform.Connect(ctx, id, &sandbox.ConnectOptions{KeepLifetime: true})
+		if err != nil {
+			return nil, err
+		}
+		return &reached{id: id, envd: h.Envd(nil)}, nil
+	}
+	if r, ok := reachDefault(sess); ok {
+		return r, nil
+	}
+	// SESSION-2: one implicit create per session at a time.
+	sess.create.Lock()
+	defer sess.create.Unlock()
+	if r, ok := reachDefault(sess); ok {
+		return r, nil
+	}
+	if sess.isClosed() {
+		return nil, sessionClosedError()
+	}
+	o, err := createOwned(ctx, d, sess, &sandbox.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	id := o.handle.ID()
+	return &reached{id: id, owned: o, envd: o.envdClient()}, nil
+}
+
+// reachDefault returns the session's default sandbox, which is always owned.
+func reachDefault(sess *session) (*reached, bool) {
+	id, ok := sess.defaultSandbox()
+	if !ok {
+		return nil, false
+	}
+	o, ok := sess.ownedByID(id)
+	if !ok {
+		return nil, false
+	}
+	return &reached{id: id, owned: o, envd: o.envdClient()}, true
+}
+
+// renew extends an owned sandbox's lifetime to the session's renewal policy
+// before the tool returns (RENEW-1). External sandboxes are never renewed
+// (RENEW-2), and nothing is renewed once the session has closed or the
+// sandbox is no longer owned (TIMEOUT-5). A failed renewal is logged, not
+// reported: the tool's own work has been done.
+func renew(ctx context.Context, d *Deps, sess *session, r *reached) {
+	if r == nil || r.owned == nil {
+		return
+	}
+	n, ok := sess.renewalOf(r.id, r.owned)
+	if !ok {
+		return
+	}
+	if err := r.owned.handle.SetTimeout(ctx, n); err != nil {
+		d.Logger.Warn("renewal failed", "session", sess.seq, "category", string(sandbox.CategoryOf(err)))
+	}
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Schemas are written by hand, with every bound, and never inferred: the
+// advertised schema is the contract the validator enforces.
+
+// Bounds shared by several tools.
+const (
+	maxSandboxTimeout = 86400 // seconds (CREATE-1, TIMEOUT-1)
+	maxCommandTimeout = 3600  // seconds (EXEC-1)
+	maxListLimit      = 100   // LIST-3
+	maxListOffset     = 10000 // LIST-3: bounded so one call walks at most 101 pages
+	maxCPU            = 256
+	maxMemoryMB       = 1 << 20 // 1 TiB in MB
+	maxEnvs           = 128
+	maxEnvValueLen    = 32 << 10
+	maxPathLen        = 4096
+	maxCommandLen     = 256 << 10
+)
+
+// Patterns of identifiers.
+const (
+	// sandboxIDPattern is a bare ID or "provider:id" (META-5).
+	sandboxIDPattern = `^([a-z][a-z0-9_-]{0,31}:)?[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`
+	providerPattern  = `^[a-z][a-z0-9_-]{0,31}$`
+	regionPattern    = `^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`
+	templatePattern  = `^[A-Za-z0-9][A-Za-z0-9_./:-]{0,127}$`
+	envNamePattern   = `^[A-Za-z_][A-Za-z0-9_]{0,255}$`
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// falseSchema is the JSON Schema `false`.
+func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonschema.Schema{}} }
+
+// object is a closed object schema: additionalProperties false, properties
+// in the given order.
+func object(desc string, order []string, props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
+	if props == nil {
+		props = map[string]*jsonschema.Schema{}
+	}
+	return &jsonschema.Schema{
+		Type:                 "object",
+		Description:          desc,
+		Properties:           props,
+		PropertyOrder:        order,
+		Required:             required,
+		AdditionalProperties: falseSchema(),
+	}
+}
+
+func withDefault(s *jsonschema.Schema, v any) *jsonschema.Schema {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	s.Default = data
+	return s
+}
+
+// integer is an integer in [lo, hi]: booleans, strings, null and 1.5 are
+// rejected (VAL-1), and so is anything out of range (VAL-2).
+func integer(desc string, lo, hi int) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "integer", Description: desc, Minimum: ptr(float64(lo)), Maximum: ptr(float64(hi))}
+}
+
+// str is a string of 1 to maxLen characters; an explicit "" is rejected.
+func str(desc string, maxLen int, pattern string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc, MinLength: ptr(1), MaxLength: ptr(maxLen), Pattern: pattern}
+}
+
+// enum is one of the given strings.
+func enum(desc string, values ...string) *jsonschema.Schema {
+	vs := make([]any, len(values))
+	for i, v := range values {
+		vs[i] = v
+	}
+	return &jsonschema.Schema{Type: "string", Description: desc, Enum: vs}
+}
+
+// sandboxIDArg is the optional sandbox_id of every per-sandbox tool. VAL-3:
+// an explicit "" is rejected by minLength; it never means the default.
+func sandboxIDArg(desc string) *jsonschema.Schema {
+	return str(desc, 161, sandboxIDPattern)
+}
+
+// envsArg is an object of environment variable names to string values (VAL-5).
+func envsArg(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:                 "object",
+		Description:          desc,
+		MaxProperties:        ptr(maxEnvs),
+		PropertyNames:        &jsonschema.Schema{Type: "string", Pattern: envNamePattern},
+		AdditionalProperties: &jsonschema.Schema{Type: "string", MaxLength: ptr(maxEnvValueLen)},
+	}
+}
+
+// nullable returns a schema accepting t or null.
+func nullable(t, desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Types: []string{t, "null"}, Description: desc}
+}
+
+// metadataOrder is the order of the nine metadata keys (META-1).
+var metadataOrder = []string{"sandbox_id", "template", "status", "region", "started_at", "end_at", "cpu_count", "memory_mb", "disk_size_mb"}
+
+// metadataSchema is the output schema of one sandbox's metadata: exactly the
+// nine keys, times RFC 3339 UTC or null, unreported resources null (META-1..3).
+func metadataSchema(desc string) *jsonschema.Schema {
+	dt := func(d string) *jsonschema.Schema {
+		s := nullable("string", d)
+		s.Format = "date-time"
+		return s
+	}
+	return object(desc, metadataOrder, map[string]*jsonschema.Schema{
+		"sandbox_id":   {Type: "string", Description: "The ID to pass back: bare for the default provider, provider:id for any other."},
+		"template":     {Type: "string", Description: "Template alias or ID the sandbox was created from."},
+		"status":       {Type: "string", Description: "Platform state, e.g. running or paused."},
+		"region":       nullable("string", "Region, or null when unknown."),
+		"started_at":   dt("Start time, RFC 3339 in UTC, or null."),
+		"end_at":       dt("Time the sandbox will be destroyed unless renewed, RFC 3339 in UTC, or null."),
+		"cpu_count":    nullable("integer", "vCPUs, or null when the platform did not report them."),
+		"memory_mb":    nullable("integer", "Memory in MB, or null when not reported."),
+		"disk_size_mb": nullable("integer", "Disk size in MB, or null when not reported."),
+	}, metadataOrder...)
+}
+
+// annotations writes every hint out (TOOLS-1).
+func annotations(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
+	return &mcp.ToolAnnotations{
+		Title:           title,
+		ReadOnlyHint:    readOnly,
+		DestructiveHint: ptr(destructive),
+		IdempotentHint:  idempotent,
+		OpenWorldHint:   ptr(openWorld),
+	}
+}
+
+// itoa is strconv.Itoa, for descriptions.
+func itoa(n int) string { return strconv.Itoa(n) }

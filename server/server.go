@@ -1,0 +1,218 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ProtocolVersions returns the MCP protocol versions the server negotiates,
+// newest first: the ones that have sessions (TOOLS-4). A client offering a
+// newer, sessionless version falls back to one of these.
+func ProtocolVersions() []string { return []string{"2025-11-25", "2025-06-18", "2025-03-26"} }
+
+// Options configures a [Server]. A nil *Options selects every default.
+type Options struct {
+	// Name is the implementation name sent to clients. Default "sandboxkit".
+	Name string
+	// Version is the implementation version. Default "dev".
+	Version string
+	// Instructions are sent to clients at initialization. Default
+	// [DefaultInstructions].
+	Instructions string
+}
+
+// DefaultInstructions tell a model how sessions, defaults and ownership work.
+const DefaultInstructions = `Tools for cloud code sandboxes (E2B and E2B-compatible providers).
+Each MCP session has at most one default sandbox: create_sandbox sets it, and execution,
+file, background and binary tools create one when none exists. Tools without sandbox_id use
+the default. Sandboxes this session creates are destroyed when the session ends; sandboxes
+named by ID that this session did not create are never destroyed by the session.`
+
+// Server is the reference MCP server: one *mcp.Server with the fifteen
+// tools, the per-session state and its cleanup. It serves stdio and
+// Streamable HTTP with the same *mcp.Server (TOOLS-2). It is safe for
+// concurrent use.
+type Server struct {
+	deps  *Deps
+	mcp   *mcp.Server
+	reg   *registry
+	tools []Tool
+	names map[string]bool
+
+	sdkLogger *slog.Logger // the SDK's own lines, message only
+
+	shutdownOnce sync.Once
+}
+
+// New builds a Server with every tool of [AllTools] registered.
+func New(deps *Deps, opts *Options) (*Server, error) {
+	if deps == nil || deps.Platform == nil {
+		return nil, errors.New("server: Deps.Platform is required")
+	}
+	if opts == nil {
+		opts = &Options{}
+	}
+	d := deps.withDefaults()
+	name, version, instructions := opts.Name, opts.Version, opts.Instructions
+	if name == "" {
+		name = "sandboxkit"
+	}
+	if version == "" {
+		version = "dev"
+	}
+	if instructions == "" {
+		instructions = DefaultInstructions
+	}
+	s := &Server{deps: d, reg: newRegistry(d), names: map[string]bool{}, sdkLogger: slog.New(sdkLogHandler{next: d.Logger.Handler()})}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
+		Instructions:              instructions,
+		Logger:                    s.sdkLogger,
+		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		SupportedProtocolVersions: ProtocolVersions(),
+	})
+	// The first listed runs outermost: track the session, log the call with
+	// its final outcome, then the last line of defence around the handler.
+	s.mcp.AddReceivingMiddleware(s.sessionMiddleware, s.logMiddleware, s.lastLineMiddleware)
+	s.tools = AllTools(d)
+	for _, t := range s.tools {
+		if s.names[t.Name()] {
+			return nil, fmt.Errorf("server: duplicate tool %q", t.Name())
+		}
+		s.names[t.Name()] = true
+		s.mcp.AddTool(t.Def, s.toolHandler(t))
+	}
+	return s, nil
+}
+
+// MCPServer returns the underlying *mcp.Server, for transports this package
+// does not wrap (tests use it with mcp.NewInMemoryTransports).
+func (s *Server) MCPServer() *mcp.Server { return s.mcp }
+
+// Tools returns the registered tools, in registration order.
+func (s *Server) Tools() []Tool { return append([]Tool(nil), s.tools...) }
+
+// toolHandler adapts a Tool to the raw SDK handler: validate first (nothing
+// else happens for an invalid call: VAL-7), then run with the session's
+// state, and always answer with a result, never a Go error (ERR-1).
+func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, verr := t.validate(req.Params.Arguments)
+		if verr != nil {
+			return errorResult(verr), nil
+		}
+		if req.Session == nil {
+			return errorResult(internalError()), nil
+		}
+		sess := s.reg.attach(req.Session)
+		if sess.isClosed() {
+			return errorResult(sessionClosedError()), nil
+		}
+		// The SDK ends the session (ss.Wait returns) only after its calls in
+		// flight return, but it cancels them at once, with the read error as
+		// the cause, when the connection dies. Treat that as the close, so
+		// that a completion can never touch the session's state again
+		// (TIMEOUT-5) and the destroys start now.
+		stop := context.AfterFunc(ctx, func() {
+			if connectionLost(ctx) {
+				s.reg.end(sess)
+			}
+		})
+		defer stop()
+		ctx, cancel := sess.bind(ctx)
+		defer cancel()
+		out, err := t.handler(ctx, sess, a)
+		if err != nil {
+			return errorResult(toToolError(err)), nil
+		}
+		res, err := result(out)
+		if err != nil {
+			return errorResult(internalError()), nil
+		}
+		return res, nil
+	}
+}
+
+// connectionLost reports whether ctx was cancelled because the connection
+// failed (end of file, a read or write error) rather than by the client's
+// cancellation or a deadline.
+func connectionLost(ctx context.Context) bool {
+	cause := context.Cause(ctx)
+	return cause != nil && !errors.Is(cause, context.Canceled) && !errors.Is(cause, context.DeadlineExceeded)
+}
+
+// Shutdown ends every session: it destroys every owned sandbox (and nothing
+// else), closes the SDK sessions, and waits for the destroys to finish or
+// ctx to end. Sessions that start afterwards are closed at once. It may be
+// called more than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.deps.Logger.Info("server shutting down") })
+	s.reg.beginShutdown()
+	var closing tracker
+	for ss := range s.mcp.Sessions() {
+		closing.add()
+		go func() {
+			defer closing.done()
+			_ = ss.Close()
+		}()
+	}
+	err := s.reg.cleanups.wait(ctx)
+	if err == nil {
+		// Closing an SDK session waits for its calls in flight; those that
+		// outlive ctx are abandoned, not waited for.
+		err = closing.wait(ctx)
+	}
+	if err == nil {
+		// Sessions that closed meanwhile may have started more destroys.
+		err = s.reg.cleanups.wait(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	return nil
+}
+
+// Run serves one connection on t (stdio, in-memory, ...) until it ends or
+// ctx is done, then finishes the session's cleanup before returning.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return fmt.Errorf("server: connect: %w", err)
+	}
+	sess := s.reg.attach(ss)
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- ss.Wait() }()
+	select {
+	case err = <-waitErr:
+	case <-ctx.Done():
+		s.reg.end(sess)
+		_ = ss.Close()
+		err = <-waitErr
+	}
+	s.reg.end(sess)
+	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.Limits.DestroyTimeout+s.deps.Limits.DestroyTimeout/2)
+	defer cancel()
+	if cerr := s.reg.cleanups.wait(cleanupCtx); cerr != nil {
+		s.deps.Logger.Warn("cleanup did not finish", "error", cerr.Error())
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// RunStdio serves one session on stdin and stdout until stdin reaches EOF
+// or ctx is done, and destroys the session's sandboxes before returning.
+func (s *Server) RunStdio(ctx context.Context) error {
+	return s.Run(ctx, &mcp.StdioTransport{MaxLineLength: maxMessageBytes(s.deps.Limits)})
+}
+
+// maxMessageBytes is the largest JSON-RPC message accepted: room for an
+// upload of Limits.TransferBytes in base64, plus the envelope.
+func maxMessageBytes(l Limits) int {
+	return l.TransferBytes/3*4 + 4 + 1<<20
+}

@@ -1,0 +1,306 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// ownedSandbox is a sandbox this session created (SESSION-1): its managed
+// handle and its renewal policy (RENEW-1, TIMEOUT-3).
+type ownedSandbox struct {
+	handle  *sandbox.Sandbox
+	renewal time.Duration // guarded by session.mu
+
+	envdOnce sync.Once
+	envd     *sandbox.Envd
+}
+
+// session is the state of one MCP session. Once closed it stays closed: a
+// late completion never reopens it, re-adds an owned sandbox or restores a
+// default (TIMEOUT-5).
+type session struct {
+	seq uint64 // for logs only; never the Mcp-Session-Id
+
+	// create serialises implicit creation of the default sandbox, so that
+	// concurrent calls without a default create one sandbox, not several.
+	create sync.Mutex
+
+	ctx    context.Context // cancelled when the session closes
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	closed    bool
+	defaultID string // canonical ID of the default sandbox, "" for none
+	owned     map[string]*ownedSandbox
+	commands  map[string]*bgCommand
+	nextCmd   uint64
+}
+
+func newSession(seq uint64) *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &session{seq: seq, ctx: ctx, cancel: cancel, owned: map[string]*ownedSandbox{}, commands: map[string]*bgCommand{}}
+}
+
+// isClosed reports whether the session has closed.
+func (s *session) isClosed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// bind returns a context that is also cancelled when the session closes, so
+// that calls in flight at close stop promptly.
+func (s *session) bind(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
+// defaultSandbox returns the canonical ID of the default sandbox.
+func (s *session) defaultSandbox() (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.defaultID, s.defaultID != ""
+}
+
+// ownedByID returns the owned sandbox with a canonical ID.
+func (s *session) ownedByID(id string) (*ownedSandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.owned[id]
+	return o, ok
+}
+
+// adopt records a sandbox this session just created as owned and default
+// (CREATE-5). It returns false when the session has already closed: the
+// caller must then destroy the sandbox itself.
+func (s *session) adopt(id string, h *sandbox.Sandbox, renewal time.Duration) (*ownedSandbox, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, false
+	}
+	o := &ownedSandbox{handle: h, renewal: renewal}
+	s.owned[id] = o
+	s.defaultID = id
+	return o, true
+}
+
+// setRenewal makes n the renewal policy of o after a successful SetTimeout
+// (TIMEOUT-3), unless the session closed or o is no longer owned meanwhile
+// (TIMEOUT-5).
+func (s *session) setRenewal(id string, o *ownedSandbox, n time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.owned[id] != o {
+		return
+	}
+	o.renewal = n
+}
+
+// renewal returns the current renewal policy of o, and false when the
+// session closed or o is no longer owned (then nothing must be renewed).
+func (s *session) renewalOf(id string, o *ownedSandbox) (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.owned[id] != o {
+		return 0, false
+	}
+	return o.renewal, true
+}
+
+// disown forgets an owned sandbox after it was killed (SESSION-3); it clears
+// the default when that sandbox was the default.
+func (s *session) disown(id string, o *ownedSandbox) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owned[id] == o {
+		delete(s.owned, id)
+	}
+	if s.defaultID == id {
+		s.defaultID = ""
+	}
+}
+
+// close marks the session closed and hands back what it owned; it returns
+// nil for every call after the first. After close no record is ever
+// rebuilt.
+func (s *session) close() (owned []*ownedSandbox, cmds []*bgCommand, first bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, nil, false
+	}
+	s.closed = true
+	s.cancel()
+	for _, o := range s.owned {
+		owned = append(owned, o)
+	}
+	for _, c := range s.commands {
+		cmds = append(cmds, c)
+	}
+	s.owned = map[string]*ownedSandbox{}
+	s.commands = map[string]*bgCommand{}
+	s.defaultID = ""
+	return owned, cmds, true
+}
+
+// registry holds the state of every live session, keyed by the SDK's
+// *mcp.ServerSession (its ID is "" on stdio).
+type registry struct {
+	deps *Deps
+	sem  chan struct{} // bounds close-time destroys across the server
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*session
+	shutdown bool
+	seq      uint64
+
+	cleanups tracker // close-time destroys in flight
+	watchers tracker // one per session, until ss.Wait returns
+}
+
+func newRegistry(deps *Deps) *registry {
+	return &registry{deps: deps, sem: make(chan struct{}, deps.Limits.DestroyConcurrency), sessions: map[*mcp.ServerSession]*session{}}
+}
+
+// attach returns the record of ss, creating it on the session's first
+// request and starting the goroutine that closes it when ss ends. A session
+// that starts after shutdown began is closed from the outset.
+func (r *registry) attach(ss *mcp.ServerSession) *session {
+	r.mu.Lock()
+	if s, ok := r.sessions[ss]; ok {
+		r.mu.Unlock()
+		return s
+	}
+	r.seq++
+	s := newSession(r.seq)
+	r.sessions[ss] = s
+	closed := r.shutdown
+	r.watchers.add()
+	r.mu.Unlock()
+
+	if closed {
+		r.end(s)
+	}
+	go func() {
+		defer r.watchers.done()
+		_ = ss.Wait()
+		r.end(s)
+		r.mu.Lock()
+		delete(r.sessions, ss)
+		r.mu.Unlock()
+	}()
+	return s
+}
+
+// lookup returns the record of ss, if it has one.
+func (r *registry) lookup(ss *mcp.ServerSession) (*session, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sessions[ss]
+	return s, ok
+}
+
+// end closes a session and destroys every sandbox it owns, concurrently and
+// in the background (SESSION-1). It is idempotent.
+func (r *registry) end(s *session) {
+	owned, cmds, first := s.close()
+	if !first {
+		return
+	}
+	for _, c := range cmds {
+		c.release()
+	}
+	r.deps.Logger.Info("session closed", "session", s.seq, "destroy", len(owned))
+	for _, o := range owned {
+		r.cleanups.add()
+		go func() {
+			defer r.cleanups.done()
+			r.destroy(s.seq, o.handle)
+		}()
+	}
+}
+
+// destroy kills one owned sandbox with its own timeout, at most
+// Limits.DestroyConcurrency at a time. A sandbox already gone is fine.
+func (r *registry) destroy(seq uint64, h *sandbox.Sandbox) {
+	r.sem <- struct{}{}
+	defer func() { <-r.sem }()
+	ctx, cancel := context.WithTimeout(context.Background(), r.deps.Limits.DestroyTimeout)
+	defer cancel()
+	start := r.deps.Now()
+	err := h.Kill(ctx)
+	attrs := []any{"session", seq, "duration", r.deps.Now().Sub(start)}
+	switch {
+	case err == nil:
+		r.deps.Logger.Info("owned sandbox destroyed", attrs...)
+	case isNotFound(err):
+		r.deps.Logger.Info("owned sandbox already gone", attrs...)
+	default:
+		r.deps.Logger.Warn("owned sandbox destroy failed", append(attrs, "category", string(sandbox.CategoryOf(err)))...)
+	}
+}
+
+// beginShutdown closes every session (starting their destroys) and makes
+// every session that starts later closed from the outset.
+func (r *registry) beginShutdown() {
+	r.mu.Lock()
+	r.shutdown = true
+	all := make([]*session, 0, len(r.sessions))
+	for _, s := range r.sessions {
+		all = append(all, s)
+	}
+	r.mu.Unlock()
+	for _, s := range all {
+		r.end(s)
+	}
+}
+
+// tracker counts goroutines that must finish before shutdown completes.
+// Unlike sync.WaitGroup it allows add while another goroutine waits.
+type tracker struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero
+}
+
+func (t *tracker) add() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.n == 0 {
+		t.idle = make(chan struct{})
+	}
+	t.n++
+}
+
+func (t *tracker) done() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.n--
+	if t.n == 0 {
+		close(t.idle)
+	}
+}
+
+// wait returns when the count is zero, or ctx's error when ctx ends first.
+func (t *tracker) wait(ctx context.Context) error {
+	t.mu.Lock()
+	if t.n == 0 {
+		t.mu.Unlock()
+		return nil
+	}
+	idle := t.idle
+	t.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

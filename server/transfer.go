@@ -1,0 +1,138 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"regexp"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// base64Pattern is strict standard base64: the alphabet, padding only at
+// the end, no whitespace (Go's decoder would skip newlines).
+const base64Pattern = `^[A-Za-z0-9+/]*={0,2}$`
+
+var regexpBase64 = regexp.MustCompile(base64Pattern)
+
+// decodeBase64 decodes strict standard base64 (BIN-1).
+func decodeBase64(s string) ([]byte, bool) {
+	if len(s)%4 != 0 || !regexpBase64.MatchString(s) {
+		return nil, false
+	}
+	data, err := base64.StdEncoding.Strict().DecodeString(s)
+	return data, err == nil
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// UploadFile is upload_file (BIN-1): bytes given in strict standard base64,
+// written to a file.
+func UploadFile(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	maxEncoded := (deps.Limits.TransferBytes + 2) / 3 * 4
+	in := object("", []string{"path", "data_base64", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"path": pathArg("The file to write."),
+		"data_base64": {Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
+			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded."},
+		"sandbox_id": sandboxIDExecArg(),
+	}, "path", "data_base64")
+	out := object("", []string{"path", "size", "sha256"}, map[string]*jsonschema.Schema{
+		"path":   {Type: "string", Description: "The path as given."},
+		"size":   {Type: "integer", Description: "Bytes written."},
+		"sha256": {Type: "string", Description: "SHA-256 of the bytes written, lowercase hex."},
+	}, "path", "size", "sha256")
+	def := &mcp.Tool{
+		Name: "upload_file",
+		Description: "Write binary data, given in standard base64, to a file in a sandbox, creating parent directories " +
+			"and overwriting an existing file. At most " + itoa(deps.Limits.TransferBytes) + " bytes decoded. Returns the " +
+			"size and SHA-256 of the bytes written. Without sandbox_id the session's default sandbox is used, and one is " +
+			"created when there is none.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("Upload file", false, true, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		data, ok := decodeBase64(a.str("data_base64")) // validated before any call (VAL-7)
+		if !ok {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeBadBase64, Field: "data_base64", Recovery: sandbox.InvalidArgument.Recovery()}
+		}
+		if len(data) > deps.Limits.TransferBytes {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "data_base64", Recovery: sandbox.InvalidArgument.Recovery()}
+		}
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		path := a.str("path")
+		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		defer cancel()
+		if _, err := r.envd.Upload(fctx, path, bytes.NewReader(data)); err != nil {
+			return nil, err
+		}
+		return struct {
+			Path   string `json:"path"`
+			Size   int    `json:"size"`
+			SHA256 string `json:"sha256"`
+		}{path, len(data), sha256Hex(data)}, nil
+	})
+}
+
+// DownloadFile is download_file (BIN-2): a file's bytes in standard base64,
+// up to max_bytes.
+func DownloadFile(deps *Deps) Tool {
+	deps = deps.withDefaults()
+	in := object("", []string{"path", "max_bytes", "sandbox_id"}, map[string]*jsonschema.Schema{
+		"path": pathArg("The file to read."),
+		"max_bytes": withDefault(integer("Most bytes to return, 1 to "+itoa(deps.Limits.TransferBytes)+". Default "+
+			itoa(deps.Limits.TransferBytes)+".", 1, deps.Limits.TransferBytes), deps.Limits.TransferBytes),
+		"sandbox_id": sandboxIDExecArg(),
+	}, "path")
+	out := object("", []string{"path", "size", "sha256", "data_base64", "truncated"}, map[string]*jsonschema.Schema{
+		"path":        {Type: "string", Description: "The path as given."},
+		"size":        {Type: "integer", Description: "Bytes returned."},
+		"sha256":      {Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex."},
+		"data_base64": {Type: "string", Description: "The bytes in standard base64."},
+		"truncated":   {Type: "boolean", Description: "True when the file holds more than max_bytes bytes."},
+	}, "path", "size", "sha256", "data_base64", "truncated")
+	def := &mcp.Tool{
+		Name: "download_file",
+		Description: "Read a file's bytes from a sandbox, returned in standard base64 with their size and SHA-256. At most " +
+			"max_bytes bytes are returned (default and maximum " + itoa(deps.Limits.TransferBytes) + "); truncated tells " +
+			"whether the file holds more. A missing path is a not_found error. Without sandbox_id the session's default " +
+			"sandbox is used, and one is created when there is none.",
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  annotations("Download file", true, false, true, true),
+	}
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		defer renew(ctx, deps, sess, r)
+		path := a.str("path")
+		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		defer cancel()
+		data, truncated, err := r.envd.ReadFile(fctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
+		if err != nil {
+			return nil, err
+		}
+		return struct {
+			Path       string `json:"path"`
+			Size       int    `json:"size"`
+			SHA256     string `json:"sha256"`
+			DataBase64 string `json:"data_base64"`
+			Truncated  bool   `json:"truncated"`
+		}{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
+	})
+}
