@@ -61,7 +61,15 @@ type Config struct {
 // MCP methods. The kit's power tests prove every family catches one.
 type breakage struct {
 	transport  func(http.RoundTripper) http.RoundTripper
-	middleware func(rt http.RoundTripper) mcp.Middleware
+	middleware func(env breakEnv) mcp.Middleware
+}
+
+// breakEnv is what a broken variant's middleware may use to reach the
+// provider on its own.
+type breakEnv struct {
+	rt     http.RoundTripper
+	apiURL string
+	apiKey string
 }
 
 // NewConfig returns a Config with every default: the in-process reference

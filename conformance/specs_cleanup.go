@@ -1,3 +1,198 @@
 package conformance
 
-func cleanupSpecs() []Spec { return nil }
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// The cleanup family checks what a session's close destroys: every owned
+// sandbox, once, and nothing else. The idle timeout and server shutdown
+// close sessions too, but only the server's own tests can drive them.
+
+func cleanupSpecs() []Spec {
+	return []Spec{
+		{
+			ID: "cleanup.close-destroys-owned", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1", "CREATE-5", "SESSION-2"},
+			Tools: []string{"create_sandbox", "run_command"},
+			Title: "closing a session destroys every sandbox it created, explicitly or implicitly, with one kill each",
+			Body:  specCloseDestroysOwned,
+		},
+		{
+			ID: "cleanup.close-spares-external", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1", "GET-6", "TIMEOUT-6", "RENEW-2"},
+			Tools: []string{"create_sandbox", "get_sandbox", "set_sandbox_timeout", "run_command"},
+			Title: "closing a session leaves alone the external sandboxes it read, set a timeout on or ran commands in",
+			Body:  specCloseSparesExternal,
+		},
+		{
+			ID: "cleanup.close-spares-listed", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1", "LIST-2"},
+			Tools: []string{"create_sandbox", "list_sandboxes"},
+			Title: "closing a session leaves alone the sandboxes it listed",
+			Body:  specCloseSparesListed,
+		},
+		{
+			ID: "cleanup.killed-not-destroyed-again", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1", "SESSION-3"},
+			Tools: []string{"create_sandbox", "kill_sandbox"},
+			Title: "an owned sandbox killed during the session, by ID or as the default, is not killed again at close",
+			Body:  specKilledNotDestroyedAgain,
+		},
+		{
+			ID: "cleanup.concurrent-closes", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1"},
+			Tools: []string{"create_sandbox", "get_sandbox"},
+			Title: "several sessions closing at once each destroy exactly their own sandboxes, and an open session keeps its own",
+			Body:  specConcurrentCloses,
+		},
+		{
+			ID: "cleanup.close-each-transport", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1"},
+			Tools: []string{"create_sandbox"},
+			Title: "closing a session destroys its sandboxes over every transport the target offers (end of input, HTTP DELETE)",
+			Body:  specCloseEachTransport,
+		},
+	}
+}
+
+// lcExpectKilledOnce asserts that each sandbox is gone and was killed
+// exactly once.
+func lcExpectKilledOnce(tc *TestContext, why string, ids ...string) {
+	ginkgo.GinkgoHelper()
+	for _, id := range ids {
+		gomega.Expect(lcLive(tc, id)).To(gomega.BeFalse(), "%s: sandbox %s still exists", why, id)
+		gomega.Expect(lcKills(tc, id)).To(gomega.Equal(1), "%s: DELETE /sandboxes/%s requests", why, id)
+	}
+}
+
+func specCloseDestroysOwned(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	lcRun(ctx, tc, s, "") // creates the default implicitly
+	live := tc.Fake.LiveSandboxes()
+	gomega.Expect(live).To(gomega.HaveLen(1), "run_command without a default creates one sandbox")
+	implicit := live[0].ID
+	a := lcCreate(ctx, tc, s, nil)
+	b := lcCreate(ctx, tc, s, map[string]any{"timeout": 3600})
+	owned := []string{implicit, a, b}
+	tc.Fake.Journal().Reset()
+
+	lcClose(ctx, tc, s, owned...)
+	lcExpectKilledOnce(tc, "after the session closed", owned...)
+	gomega.Expect(tc.Fake.LiveCount()).To(gomega.BeZero())
+	gomega.Expect(tc.Fake.Journal().Ops()).To(gomega.ConsistOf(sandbox.OpKillSandbox), "the close made requests other than the destroys")
+}
+
+func specCloseSparesExternal(ctx context.Context, tc *TestContext) {
+	read, timed, ran := lcSeed(tc), lcSeed(tc), lcSeed(tc)
+	s := tc.Connect(ctx)
+	own := lcCreate(ctx, tc, s, nil)
+	lcGet(ctx, tc, s, read)
+	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": timed, "timeout": 600}))
+	lcRun(ctx, tc, s, ran)
+	tc.Fake.Journal().Reset()
+
+	lcClose(ctx, tc, s, own)
+	lcExpectKilledOnce(tc, "the owned sandbox", own)
+	for _, ext := range []string{read, timed, ran} {
+		lcExpectUntouched(tc, ext, "closing the session")
+		gomega.Expect(tc.Fake.Journal().ForSandbox(ext)).To(gomega.BeEmpty(), "the close made requests for external sandbox %s", ext)
+	}
+}
+
+func specCloseSparesListed(ctx context.Context, tc *TestContext) {
+	seeded := []string{lcSeed(tc), lcSeed(tc), lcSeed(tc)}
+	s := tc.Connect(ctx)
+	r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
+	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(seeded))
+	own := lcCreate(ctx, tc, s, nil)
+	r = tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"limit": 10}))
+	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(append(seeded, own)))
+
+	lcClose(ctx, tc, s, own)
+	lcExpectKilledOnce(tc, "the owned sandbox", own)
+	for _, id := range seeded {
+		lcExpectUntouched(tc, id, "closing a session that listed it")
+	}
+}
+
+func specKilledNotDestroyedAgain(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	byID := lcCreate(ctx, tc, s, nil)
+	kept := lcCreate(ctx, tc, s, nil)
+	def := lcCreate(ctx, tc, s, nil)
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": byID}))
+	r := tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
+	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(def))
+	lcExpectKilledOnce(tc, "kill_sandbox", byID, def)
+
+	lcClose(ctx, tc, s, kept)
+	lcExpectKilledOnce(tc, "after the session closed", byID, def, kept)
+}
+
+func specConcurrentCloses(ctx context.Context, tc *TestContext) {
+	const n = 4
+	keeper := tc.Connect(ctx)
+	kept := lcCreate(ctx, tc, keeper, nil)
+	sessions := make([]*Session, n)
+	owned := make([][]string, n)
+	for i := range sessions {
+		sessions[i] = tc.Connect(ctx)
+		owned[i] = []string{lcCreate(ctx, tc, sessions[i], nil), lcCreate(ctx, tc, sessions[i], nil)}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i, s := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = s.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	var all []string
+	for i := range sessions {
+		gomega.Expect(errs[i]).NotTo(gomega.HaveOccurred(), "close session %d", i)
+		all = append(all, owned[i]...)
+	}
+	lcWaitGone(ctx, tc, "after the sessions closed", all...)
+	lcSettle(ctx, tc)
+	lcExpectKilledOnce(tc, "concurrent closes", all...)
+	gomega.Expect(lcLive(tc, kept)).To(gomega.BeTrue(), "closing other sessions destroyed the open session's sandbox")
+	gomega.Expect(lcKills(tc, kept)).To(gomega.BeZero())
+	lcExpectDefault(ctx, tc, keeper, kept, "the open session after the others closed")
+}
+
+func specCloseEachTransport(ctx context.Context, tc *TestContext) {
+	type way struct {
+		name string
+		open func() *Session
+	}
+	primary := map[TargetKind]string{
+		TargetInProcess: "in-memory connection closed",
+		TargetStdio:     "stdio end of input",
+		TargetHTTP:      "HTTP DELETE",
+	}[tc.Kind()]
+	ways := []way{{primary, func() *Session { return tc.Connect(ctx) }}}
+	if alt, ok := tc.run.target.(alternateTarget); ok {
+		ways = append(ways, way{"HTTP DELETE (Streamable HTTP)", func() *Session {
+			conn, err := alt.connectAlternate(ctx, ProtocolVersion)
+			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect over Streamable HTTP")
+			s := &Session{tc: tc, conn: conn}
+			tc.track(s)
+			return s
+		}})
+	}
+	for _, w := range ways {
+		s := w.open()
+		ids := []string{lcCreate(ctx, tc, s, nil), lcCreate(ctx, tc, s, nil)}
+		lcClose(ctx, tc, s, ids...)
+		lcExpectKilledOnce(tc, fmt.Sprintf("after a close by %s", w.name), ids...)
+	}
+}

@@ -1,3 +1,242 @@
 package conformance
 
-func defaultSpecs() []Spec { return nil }
+import (
+	"context"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// The default family checks how a session resolves its default sandbox:
+// which calls set it, which leave it alone, and what happens without one.
+
+func defaultSpecs() []Spec {
+	return []Spec{
+		{
+			ID: "default.create-sets-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"CREATE-5", "GET-1"},
+			Tools: []string{"create_sandbox", "get_sandbox"},
+			Title: "create_sandbox makes the new sandbox the session's default, and a second create moves the default to the newer one",
+			Body:  specCreateSetsDefault,
+		},
+		{
+			ID: "default.explicit-get-keeps-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"GET-1", "GET-4"},
+			Tools: []string{"create_sandbox", "get_sandbox"},
+			Title: "get_sandbox with an explicit sandbox_id, owned or external, does not change the default",
+			Body:  specExplicitGetKeepsDefault,
+		},
+		{
+			ID: "default.no-default-lifecycle", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"GET-2", "TIMEOUT-2", "SESSION-2"},
+			Tools: []string{"get_sandbox", "set_sandbox_timeout", "kill_sandbox"},
+			Title: "without a default sandbox, get_sandbox {} and set_sandbox_timeout {timeout} are tool errors that make no " +
+				"platform request and create nothing, and kill_sandbox {} creates nothing",
+			Body: specNoDefaultLifecycle,
+		},
+		{
+			ID: "default.timeout-uses-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"TIMEOUT-2"},
+			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
+			Title: "set_sandbox_timeout without sandbox_id updates the session's default sandbox and no other",
+			Body:  specTimeoutUsesDefault,
+		},
+		{
+			ID: "default.list-never-sets-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"LIST-2"},
+			Tools: []string{"list_sandboxes", "create_sandbox", "get_sandbox", "run_command"},
+			Title: "list_sandboxes never picks or changes the default: without one there is still none, with one it stays",
+			Body:  specListNeverSetsDefault,
+		},
+		{
+			ID: "default.kill-clears-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"SESSION-3"},
+			Tools: []string{"create_sandbox", "kill_sandbox", "get_sandbox", "set_sandbox_timeout"},
+			Title: "kill_sandbox {} kills the default sandbox and clears the default, so a following get_sandbox {} is a tool error",
+			Body:  specKillClearsDefault,
+		},
+		{
+			ID: "default.exec-creates-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"SESSION-2", "CREATE-5"},
+			Tools: []string{"run_command", "get_sandbox"},
+			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the default and is owned",
+			Body:  specExecCreatesDefault,
+		},
+		{
+			ID: "default.sessions-independent", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"SESSION-1", "SESSION-2"},
+			Tools: []string{"create_sandbox", "get_sandbox", "run_command"},
+			Title: "two sessions have independent defaults: one session's create is not the other's default",
+			Body:  specSessionsIndependent,
+		},
+	}
+}
+
+// lcExpectDefault asserts that get_sandbox {} names id.
+func lcExpectDefault(ctx context.Context, tc *TestContext, s *Session, id, why string) {
+	ginkgo.GinkgoHelper()
+	r := lcGet(ctx, tc, s, "")
+	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(id), "%s: get_sandbox {} names the default sandbox", why)
+}
+
+// lcExpectNoDefault asserts that get_sandbox {} is a tool error that makes
+// no platform request and creates nothing.
+func lcExpectNoDefault(ctx context.Context, tc *TestContext, s *Session, why string) {
+	ginkgo.GinkgoHelper()
+	before := tc.Fake.Journal().Len()
+	live := tc.Fake.LiveCount()
+	tc.ExpectToolError(s.Call(ctx, "get_sandbox", map[string]any{}), "")
+	gomega.Expect(tc.Fake.Journal().Len()).To(gomega.Equal(before), "%s: get_sandbox {} without a default called the provider", why)
+	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(live), "%s: get_sandbox {} created a sandbox", why)
+}
+
+func specCreateSetsDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	a := lcCreate(ctx, tc, s, nil)
+	tc.Fake.Journal().Reset()
+	r := lcGet(ctx, tc, s, "")
+	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(a), "the created sandbox is the default")
+	gomega.Expect(r.String("status")).To(gomega.Equal("running"))
+	lcExpectOps("get_sandbox {}", tc.Fake.Journal().Entries(), sandbox.OpGetSandbox)
+	gomega.Expect(tc.Fake.Journal().Entries()[0].SandboxID).To(gomega.Equal(a))
+
+	b := lcCreate(ctx, tc, s, nil)
+	gomega.Expect(b).NotTo(gomega.Equal(a))
+	lcExpectDefault(ctx, tc, s, b, "after a second create_sandbox")
+	gomega.Expect(lcLive(tc, a)).To(gomega.BeTrue(), "the earlier sandbox stays alive (still owned)")
+}
+
+func specExplicitGetKeepsDefault(ctx context.Context, tc *TestContext) {
+	ext := lcSeed(tc)
+	s := tc.Connect(ctx)
+	a := lcCreate(ctx, tc, s, nil)
+	b := lcCreate(ctx, tc, s, nil)
+	gomega.Expect(lcGet(ctx, tc, s, a).String("sandbox_id")).To(gomega.Equal(a))
+	lcExpectDefault(ctx, tc, s, b, "after get_sandbox on another owned sandbox")
+	gomega.Expect(lcGet(ctx, tc, s, ext).String("sandbox_id")).To(gomega.Equal(ext))
+	lcExpectDefault(ctx, tc, s, b, "after get_sandbox on an external sandbox")
+}
+
+func specNoDefaultLifecycle(ctx context.Context, tc *TestContext) {
+	ext := lcSeed(tc) // a sandbox a careless server might pick
+	s := tc.Connect(ctx)
+	tc.Fake.Journal().Reset()
+
+	tc.ExpectToolError(s.Call(ctx, "get_sandbox", map[string]any{}), "")
+	tc.ExpectNoRequests("get_sandbox {} without a default")
+	tc.ExpectToolError(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 60}), "")
+	tc.ExpectNoRequests("set_sandbox_timeout {timeout} without a default")
+	r := s.Call(ctx, "kill_sandbox", map[string]any{})
+	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "kill_sandbox {} without a default: protocol error")
+	tc.ExpectNoRequests("kill_sandbox {} without a default")
+	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(1), "a lifecycle tool created a sandbox")
+	lcExpectUntouched(tc, ext, "lifecycle tools without a default")
+	lcExpectNoDefault(ctx, tc, s, "still no default")
+}
+
+func specTimeoutUsesDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	a := lcCreate(ctx, tc, s, nil)
+	b := lcCreate(ctx, tc, s, nil)
+	aEnd, _ := tc.Fake.Sandbox(a)
+	tc.Clock.Advance(20 * time.Second)
+	tc.Fake.Journal().Reset()
+
+	r := tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 450}))
+	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(b), "set_sandbox_timeout {} applies to the default sandbox")
+	entries := tc.Fake.Journal().Entries()
+	lcExpectOps("set_sandbox_timeout {timeout}", entries, sandbox.OpSetTimeout)
+	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(b))
+	gomega.Expect(lcTimeoutBody(entries[0])).To(gomega.BeEquivalentTo(450))
+	lcExpectEndAt(tc, b, tc.Clock.Now().Add(450*time.Second), "the default sandbox")
+	lcExpectEndAt(tc, a, aEnd.EndAt, "the other owned sandbox is not touched")
+}
+
+func specListNeverSetsDefault(ctx context.Context, tc *TestContext) {
+	seeded := []string{lcSeed(tc), lcSeed(tc)}
+	s := tc.Connect(ctx)
+	tc.Fake.Journal().Reset()
+	r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
+	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(seeded))
+	lcExpectNoDefault(ctx, tc, s, "after list_sandboxes")
+	gomega.Expect(tc.Fake.Journal().Ops()).To(gomega.ConsistOf(sandbox.OpListSandboxes), "list_sandboxes made other requests")
+
+	a := lcCreate(ctx, tc, s, nil)
+	r = tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
+	gomega.Expect(lcListIDs(r)).To(gomega.ContainElements(append(seeded, a)))
+	lcExpectDefault(ctx, tc, s, a, "after a second list_sandboxes")
+
+	// run_command without sandbox_id goes to the default, not to a listed sandbox.
+	tc.Fake.Journal().Reset()
+	lcRun(ctx, tc, s, "")
+	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.BeZero(), "run_command created a sandbox although there is a default")
+	for _, e := range tc.Fake.Journal().Entries() {
+		if e.SandboxID != "" {
+			gomega.Expect(e.SandboxID).To(gomega.Equal(a), "run_command {} reached a sandbox other than the default (%s)", e.Op)
+		}
+	}
+}
+
+func specKillClearsDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	a := lcCreate(ctx, tc, s, nil)
+	tc.Fake.Journal().Reset()
+
+	r := tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
+	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(a), "kill_sandbox {} kills the default")
+	entries := tc.Fake.Journal().Entries()
+	lcExpectOps("kill_sandbox {}", entries, sandbox.OpKillSandbox)
+	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(a))
+	gomega.Expect(lcLive(tc, a)).To(gomega.BeFalse(), "the default sandbox was not destroyed")
+
+	tc.Fake.Journal().Reset()
+	lcExpectNoDefault(ctx, tc, s, "after kill_sandbox {}")
+	tc.ExpectToolError(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 60}), "")
+	tc.ExpectNoRequests("set_sandbox_timeout {timeout} after the default was killed")
+}
+
+func specExecCreatesDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	tc.Fake.Journal().Reset()
+	lcRun(ctx, tc, s, "")
+	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.Equal(1), "run_command without a default creates exactly one sandbox")
+	live := tc.Fake.LiveSandboxes()
+	gomega.Expect(live).To(gomega.HaveLen(1))
+	id := live[0].ID
+	for _, e := range tc.Fake.Journal().Entries() {
+		if e.Envd {
+			gomega.Expect(e.SandboxID).To(gomega.Equal(id), "the command ran in a sandbox other than the one created")
+		}
+	}
+	lcExpectDefault(ctx, tc, s, id, "after run_command created a sandbox")
+	lcRun(ctx, tc, s, "")
+	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.Equal(1), "a second run_command created another sandbox")
+
+	lcClose(ctx, tc, s, id)
+	gomega.Expect(lcKills(tc, id)).To(gomega.Equal(1), "the implicitly created sandbox is owned: destroyed once at close")
+}
+
+func specSessionsIndependent(ctx context.Context, tc *TestContext) {
+	s1 := tc.Connect(ctx)
+	s2 := tc.Connect(ctx)
+	a := lcCreate(ctx, tc, s1, nil)
+	lcExpectNoDefault(ctx, tc, s2, "another session's create")
+	b := lcCreate(ctx, tc, s2, nil)
+	lcExpectDefault(ctx, tc, s1, a, "session 1")
+	lcExpectDefault(ctx, tc, s2, b, "session 2")
+
+	tc.Fake.Journal().Reset()
+	lcRun(ctx, tc, s2, "")
+	for _, e := range tc.Fake.Journal().Entries() {
+		if e.SandboxID != "" {
+			gomega.Expect(e.SandboxID).To(gomega.Equal(b), "session 2's run_command {} reached another session's sandbox (%s)", e.Op)
+		}
+	}
+
+	lcClose(ctx, tc, s2, b)
+	gomega.Expect(lcLive(tc, a)).To(gomega.BeTrue(), "closing session 2 destroyed session 1's sandbox")
+	lcExpectDefault(ctx, tc, s1, a, "session 1 after session 2 closed")
+}

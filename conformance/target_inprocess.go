@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -53,19 +54,24 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 		return fmt.Errorf("conformance: reference server: %w", err)
 	}
 	if b := t.breakage; b != nil && b.middleware != nil {
-		t.srv.MCPServer().AddReceivingMiddleware(b.middleware(rt))
+		t.srv.MCPServer().AddReceivingMiddleware(b.middleware(breakEnv{rt: rt, apiURL: env[sandbox.EnvAPIURL], apiKey: t.hub.apiKey}))
 	}
 	t.ctx, t.stopctx = context.WithCancel(context.WithoutCancel(ctx))
 	return nil
 }
 
 func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientConn, error) {
-	clientT, serverT := mcp.NewInMemoryTransports()
+	// Newline-delimited JSON over an in-memory pipe, as over stdio, with room
+	// for the largest upload the contract allows (16 MiB decoded is ~22 MB
+	// of JSON; the SDK's in-memory transport stops at 16 MiB).
+	clientEnd, serverEnd := net.Pipe()
+	clientT := &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd, MaxLineLength: inProcessMaxMessage}
+	serverT := &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd, MaxLineLength: inProcessMaxMessage}
 	done := make(chan error, 1)
 	go func() { done <- t.srv.Run(t.ctx, serverT) }()
 	cs, err := newClient().Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
-		_ = clientT // the server side ends when its peer is gone
+		_ = clientEnd.Close() // the server side ends when its peer is gone
 		return nil, fmt.Errorf("conformance: connect in-process: %w", err)
 	}
 	ended := func(ctx context.Context) error {
@@ -106,3 +112,6 @@ func (t *inProcessTarget) connectAlternate(ctx context.Context, version string) 
 	}
 	return &clientConn{cs: cs}, nil
 }
+
+// inProcessMaxMessage bounds one JSON-RPC message on the in-process pipe.
+const inProcessMaxMessage = 64 << 20

@@ -141,7 +141,7 @@ func (s *Sandbox) Envd(opts *EnvdOptions) *Envd {
 		connect.WithInterceptors(envdInterceptor{e}),
 		connect.WithReadMaxBytes(maxEnvdMessage),
 	}
-	hc, base := e.httpClient, e.baseURL
+	hc, base := probedClient(e.httpClient), e.baseURL
 	e.start = connect.NewClient[envdapi.StartRequest, envdapi.StartResponse](hc, base+envdapi.ProcessStartProcedure, o...)
 	e.connect = connect.NewClient[envdapi.ConnectRequest, envdapi.ConnectResponse](hc, base+envdapi.ProcessConnectProcedure, o...)
 	e.list = connect.NewClient[envdapi.ListRequest, envdapi.ListResponse](hc, base+envdapi.ProcessListProcedure, o...)
@@ -203,7 +203,7 @@ func (e *Envd) setHeaders(h http.Header, rpc bool) {
 // unaryCall runs one unary Connect call bounded by the platform's request
 // timeout and maps any failure to an *Error for op.
 func unaryCall[Req, Res any](ctx context.Context, e *Envd, op string, c *connect.Client[Req, Res], req *Req) (*Res, error) {
-	ctx, cancel := context.WithTimeout(ctx, e.requestTimeout)
+	ctx, cancel := context.WithTimeout(withProbe(ctx), e.requestTimeout)
 	defer cancel()
 	res, err := c.CallUnary(ctx, connect.NewRequest(req))
 	if err != nil {
@@ -217,6 +217,10 @@ func unaryCall[Req, Res any](ctx context.Context, e *Envd, op string, c *connect
 // message is consulted only to tell a full disk from a rate limit and is
 // never kept.
 func rpcError(ctx context.Context, op string, err error) *Error {
+	return probedError(ctx, classifyRPCError(ctx, op, err))
+}
+
+func classifyRPCError(ctx context.Context, op string, err error) *Error {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return transportError(op, ctxErr)
 	}

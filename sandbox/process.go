@@ -233,6 +233,7 @@ func (e *Envd) StartProcess(ctx context.Context, cfg *ProcessConfig) (*ProcessSt
 	if cfg == nil || cfg.Cmd == "" {
 		return nil, invalidArgument(op, "cmd")
 	}
+	ctx = withProbe(ctx)
 	req := &envdapi.StartRequest{
 		Process: envdapi.ProcessConfig{Cmd: cfg.Cmd, Args: cfg.Args, Envs: cfg.Envs},
 		Stdin:   &cfg.Stdin,
@@ -266,6 +267,7 @@ func (e *Envd) ConnectProcess(ctx context.Context, pid uint32) (*ProcessStream, 
 	if pid == 0 {
 		return nil, invalidArgument(op, "pid")
 	}
+	ctx = withProbe(ctx)
 	ss, err := e.connect.CallServerStream(ctx, connect.NewRequest(&envdapi.ConnectRequest{Process: selector(pid)}))
 	if err != nil {
 		return nil, rpcError(ctx, op, err)

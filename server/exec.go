@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -54,8 +55,11 @@ func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command s
 	opts.Stdout, opts.Stderr = stdout, stderr
 	res, err := r.envd.Run(ctx, command, &opts)
 	if err != nil {
-		if sandbox.CategoryOf(err) == sandbox.Timeout && ctx.Err() == nil {
-			// EXEC-1: the command outlived its timeout and was killed.
+		var se *sandbox.Error
+		if errors.As(err, &se) && se.Category == sandbox.Timeout && se.HTTPStatus == 0 &&
+			errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// EXEC-1: the command outlived its timeout and was killed (a
+			// daemon's 504 is a provider timeout, reported as such).
 			return nil, &ToolError{Category: sandbox.Timeout, Code: codeCommandTimeout, Field: "timeout", Recovery: hintCmdTimeout}
 		}
 		return nil, err

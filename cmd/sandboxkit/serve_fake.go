@@ -13,7 +13,7 @@ const serveFakeAPIURL = "https://api.fake.sandboxkit.test"
 // fake reached through its in-process HTTP client. It returns the secrets
 // to scrub and a cleanup that kills every fake sandbox.
 func serveFakePlatform() (*sandbox.Platform, []string, func(), error) {
-	fp := fakeprovider.New(&fakeprovider.Options{NewDaemon: serveFakeDaemon()})
+	fp := fakeprovider.New(nil) // sandboxes get the in-memory daemon
 	env := map[string]string{
 		sandbox.EnvAPIKey: fp.APIKey(),
 		sandbox.EnvAPIURL: serveFakeAPIURL,

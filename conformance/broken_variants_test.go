@@ -1,0 +1,384 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// brokenVariant is the reference server with one deliberate defect, and
+// the family of specs that must catch it.
+type brokenVariant struct {
+	name   string
+	family Family
+	defect string
+	make   func() *breakage
+}
+
+// brokenVariants are the kit's power test: each must make at least one
+// spec of its family fail.
+func brokenVariants() []brokenVariant {
+	return []brokenVariant{
+		{"echoes-invalid-value", FamilyBounds, "puts the submitted arguments into validation errors", echoesInvalidValue},
+		{"calls-provider-before-validating", FamilyBounds, "lists sandboxes before validating a call", callsProviderBeforeValidating},
+		{"connects-for-external-get", FamilyDelegation, "calls connect before reading an external sandbox", connectsForExternalGet},
+		{"creates-in-get", FamilyDefault, "creates a sandbox when get_sandbox has no default", createsInGet},
+		{"renews-after-close", FamilyRenewal, "renews a sandbox after destroying it", renewsAfterClose},
+		{"leaks-access-token", FamilyLeakage, "adds the sandbox's envd access token to metadata results", leaksAccessToken},
+		{"passes-provider-message", FamilyErrors, "appends the provider's raw error message to tool errors", passesProviderMessage},
+		{"destroys-external-at-close", FamilyCleanup, "destroys every sandbox it has seen when it destroys one", destroysExternalAtClose},
+		{"skips-cleanup", FamilyCleanup, "never destroys sandboxes", skipsCleanup},
+		{"nonzero-exit-is-error", FamilyExec, "reports a non-zero exit as a tool error", nonzeroExitIsError},
+		{"read-file-drops-last-byte", FamilyFiles, "drops the last byte of read_file content", readFileDropsLastByte},
+		{"loses-background-output", FamilyBackground, "drops a byte of every background output read", losesBackgroundOutput},
+		{"corrupts-download", FamilyBinary, "flips a byte of downloaded data", corruptsDownload},
+		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
+	}
+}
+
+// roundTripFunc adapts a function to http.RoundTripper.
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// toolCall returns the tool name and arguments of a tools/call request.
+func toolCall(method string, req mcp.Request) (string, map[string]any, bool) {
+	if method != "tools/call" {
+		return "", nil, false
+	}
+	ctr, ok := req.(*mcp.CallToolRequest)
+	if !ok || ctr.Params == nil {
+		return "", nil, false
+	}
+	var args map[string]any
+	_ = json.Unmarshal(ctr.Params.Arguments, &args)
+	return ctr.Params.Name, args, true
+}
+
+// editToolResult rewrites a successful result's structuredContent and its
+// text block together, so the defect is the only thing wrong.
+func editToolResult(res mcp.Result, edit func(m map[string]any)) {
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || r.IsError || r.StructuredContent == nil {
+		return
+	}
+	data, _ := json.Marshal(r.StructuredContent)
+	var m map[string]any
+	if json.Unmarshal(data, &m) != nil {
+		return
+	}
+	edit(m)
+	data, _ = json.Marshal(m)
+	r.StructuredContent = m
+	r.Content = []mcp.Content{&mcp.TextContent{Text: string(data)}}
+}
+
+// appendText adds text to a tool error's text block.
+func appendText(res mcp.Result, extra string) {
+	r, ok := res.(*mcp.CallToolResult)
+	if !ok || !r.IsError {
+		return
+	}
+	r.Content = append(r.Content, &mcp.TextContent{Text: extra})
+}
+
+func middlewareOnly(mw func(next mcp.MethodHandler) mcp.MethodHandler) func() *breakage {
+	return func() *breakage {
+		return &breakage{middleware: func(breakEnv) mcp.Middleware { return mw }}
+	}
+}
+
+func transportOnly(wrap func(http.RoundTripper) http.RoundTripper) func() *breakage {
+	return func() *breakage { return &breakage{transport: wrap} }
+}
+
+var echoesInvalidValue = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if _, _, ok := toolCall(method, req); ok && err == nil {
+			if r, ok := res.(*mcp.CallToolResult); ok && r.IsError {
+				appendText(res, "arguments: "+string(req.(*mcp.CallToolRequest).Params.Arguments))
+			}
+		}
+		return res, err
+	}
+})
+
+func callsProviderBeforeValidating() *breakage {
+	return &breakage{middleware: func(env breakEnv) mcp.Middleware {
+		return func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if _, _, ok := toolCall(method, req); ok {
+					hreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, env.apiURL+"/v2/sandboxes?limit=1", nil)
+					hreq.Header.Set("X-API-Key", env.apiKey)
+					if resp, err := env.rt.RoundTrip(hreq); err == nil {
+						resp.Body.Close()
+					}
+				}
+				return next(ctx, method, req)
+			}
+		}
+	}}
+}
+
+// sandboxPath matches /sandboxes/{id} and returns the ID.
+func sandboxPath(p string) (string, bool) {
+	rest, ok := strings.CutPrefix(p, "/sandboxes/")
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	return rest, true
+}
+
+func sideRequest(orig *http.Request, rt http.RoundTripper, method, path, body string) {
+	u := *orig.URL
+	u.Path, u.RawQuery = path, ""
+	req, _ := http.NewRequestWithContext(orig.Context(), method, u.String(), strings.NewReader(body))
+	req.Header = orig.Header.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	if resp, err := rt.RoundTrip(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+}
+
+var connectsForExternalGet = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if id, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodGet {
+			sideRequest(r, rt, http.MethodPost, "/sandboxes/"+id+"/connect", `{"timeout":0}`)
+		}
+		return rt.RoundTrip(r)
+	})
+})
+
+var createsInGet = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if name, args, ok := toolCall(method, req); ok && name == "get_sandbox" && args["sandbox_id"] == nil {
+			create := &mcp.CallToolRequest{Session: req.(*mcp.CallToolRequest).Session,
+				Params: &mcp.CallToolParamsRaw{Name: "create_sandbox", Arguments: json.RawMessage(`{}`)}}
+			_, _ = next(ctx, method, create)
+		}
+		return next(ctx, method, req)
+	}
+})
+
+var renewsAfterClose = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if id, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && err == nil {
+			sideRequest(r, rt, http.MethodPost, "/sandboxes/"+id+"/timeout", `{"timeout":300}`)
+		}
+		return resp, err
+	})
+})
+
+func leaksAccessToken() *breakage {
+	var mu sync.Mutex
+	var token string
+	return &breakage{
+		transport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := rt.RoundTrip(r)
+				if err != nil || r.Method != http.MethodPost || r.URL.Path != "/sandboxes" {
+					return resp, err
+				}
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var body struct {
+					Token string `json:"envdAccessToken"`
+				}
+				if json.Unmarshal(data, &body) == nil && body.Token != "" {
+					mu.Lock()
+					token = body.Token
+					mu.Unlock()
+				}
+				resp.Body = io.NopCloser(bytes.NewReader(data))
+				return resp, nil
+			})
+		},
+		middleware: func(breakEnv) mcp.Middleware {
+			return func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					if name, _, ok := toolCall(method, req); ok && err == nil && (name == "get_sandbox" || name == "create_sandbox") {
+						mu.Lock()
+						t := token
+						mu.Unlock()
+						editToolResult(res, func(m map[string]any) { m["region"] = t })
+					}
+					return res, err
+				}
+			}
+		},
+	}
+}
+
+func passesProviderMessage() *breakage {
+	var mu sync.Mutex
+	var last string
+	return &breakage{
+		transport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := rt.RoundTrip(r)
+				if err != nil || resp.StatusCode < 400 {
+					return resp, err
+				}
+				data, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				var body struct {
+					Message string `json:"message"`
+				}
+				if json.Unmarshal(data, &body) == nil {
+					mu.Lock()
+					last = body.Message
+					mu.Unlock()
+				}
+				resp.Body = io.NopCloser(bytes.NewReader(data))
+				return resp, nil
+			})
+		},
+		middleware: func(breakEnv) mcp.Middleware {
+			return func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					if _, _, ok := toolCall(method, req); ok && err == nil {
+						mu.Lock()
+						m := last
+						mu.Unlock()
+						if m != "" {
+							appendText(res, "provider said: "+m)
+						}
+					}
+					return res, err
+				}
+			}
+		},
+	}
+}
+
+func destroysExternalAtClose() *breakage {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			id, ok := sandboxPath(strings.TrimSuffix(r.URL.Path, "/timeout"))
+			if !ok {
+				return rt.RoundTrip(r)
+			}
+			if r.Method != http.MethodDelete {
+				mu.Lock()
+				seen[id] = true
+				mu.Unlock()
+				return rt.RoundTrip(r)
+			}
+			mu.Lock()
+			var others []string
+			for s := range seen {
+				if s != id {
+					others = append(others, s)
+				}
+			}
+			mu.Unlock()
+			for _, o := range others {
+				sideRequest(r, rt, http.MethodDelete, "/sandboxes/"+o, "")
+			}
+			return rt.RoundTrip(r)
+		})
+	}}
+}
+
+var skipsCleanup = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete {
+			return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+		}
+		return rt.RoundTrip(r)
+	})
+})
+
+var nonzeroExitIsError = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if name, _, ok := toolCall(method, req); ok && err == nil && name == "run_command" {
+			if r, ok := res.(*mcp.CallToolResult); ok && !r.IsError {
+				data, _ := json.Marshal(r.StructuredContent)
+				var m map[string]any
+				_ = json.Unmarshal(data, &m)
+				if code, _ := m["exit_code"].(float64); code != 0 {
+					e := map[string]any{"error": map[string]any{"category": "internal", "recovery": "Retry."}}
+					text, _ := json.Marshal(e)
+					return &mcp.CallToolResult{IsError: true, StructuredContent: e, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
+				}
+			}
+		}
+		return res, err
+	}
+})
+
+var readFileDropsLastByte = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if name, _, ok := toolCall(method, req); ok && err == nil && name == "read_file" {
+			editToolResult(res, func(m map[string]any) {
+				if c, _ := m["content"].(string); c != "" {
+					m["content"] = c[:len(c)-1]
+				}
+			})
+		}
+		return res, err
+	}
+})
+
+var losesBackgroundOutput = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if name, _, ok := toolCall(method, req); ok && err == nil && name == "get_background_command" {
+			editToolResult(res, func(m map[string]any) {
+				if s, _ := m["stdout"].(string); s != "" {
+					m["stdout"] = s[1:]
+				}
+			})
+		}
+		return res, err
+	}
+})
+
+var corruptsDownload = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if name, _, ok := toolCall(method, req); ok && err == nil && name == "download_file" {
+			editToolResult(res, func(m map[string]any) {
+				s, _ := m["data_base64"].(string)
+				data, derr := base64.StdEncoding.DecodeString(s)
+				if derr == nil && len(data) > 0 {
+					data[len(data)/2] ^= 0xff
+					m["data_base64"] = base64.StdEncoding.EncodeToString(data)
+				}
+			})
+		}
+		return res, err
+	}
+})
+
+var wrongReadOnlyHint = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			for _, t := range lt.Tools {
+				if t.Name == "get_sandbox" && t.Annotations != nil {
+					a := *t.Annotations
+					a.ReadOnlyHint = false
+					t.Annotations = &a
+				}
+			}
+		}
+		return res, err
+	}
+})

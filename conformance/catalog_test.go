@@ -1,0 +1,66 @@
+package conformance
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// notCheckedBySpecs lists contract rules no kit spec can check, with the
+// reason; everything else must have a spec.
+var notCheckedBySpecs = map[string]string{
+	"VERIFY-1": "a statement about evidence: checked by the cloud mode's evidence bundles, not by a spec against a fake",
+}
+
+var specIDPattern = regexp.MustCompile(`^[a-z]+\.[a-z0-9-]+$`)
+
+// TestCatalog_EveryRuleHasASpec fails when a contract rule has no spec, when
+// a spec names a rule the contract lacks, or when IDs are malformed or
+// duplicated.
+func TestCatalog_EveryRuleHasASpec(t *testing.T) {
+	known := map[string]bool{}
+	for _, r := range Rules() {
+		known[r.ID] = true
+	}
+	covered := map[string][]string{}
+	ids := map[string]bool{}
+	families := map[Family]bool{}
+	for _, f := range Families() {
+		families[f] = true
+	}
+	for _, s := range Specs() {
+		if !specIDPattern.MatchString(s.ID) || !strings.HasPrefix(s.ID, string(s.Family)+".") {
+			t.Errorf("spec ID %q must be %q followed by a lowercase slug", s.ID, s.Family+".")
+		}
+		if ids[s.ID] {
+			t.Errorf("spec ID %q is used twice", s.ID)
+		}
+		ids[s.ID] = true
+		if !families[s.Family] {
+			t.Errorf("spec %s has unknown family %q", s.ID, s.Family)
+		}
+		if s.Title == "" || s.Body == nil || len(s.Rules) == 0 {
+			t.Errorf("spec %s lacks a title, a body or rules", s.ID)
+		}
+		for _, r := range s.Rules {
+			if !known[r] {
+				t.Errorf("spec %s names rule %s, which the contract does not have", s.ID, r)
+			}
+			covered[r] = append(covered[r], s.ID)
+		}
+		for _, tool := range s.Tools {
+			if !isContractTool(tool) {
+				t.Errorf("spec %s needs tool %q, which is not a contract tool", s.ID, tool)
+			}
+		}
+	}
+	for _, r := range Rules() {
+		_, exempt := notCheckedBySpecs[r.ID]
+		switch {
+		case len(covered[r.ID]) == 0 && !exempt:
+			t.Errorf("rule %s (%s) has no spec", r.ID, r.Section)
+		case len(covered[r.ID]) > 0 && exempt:
+			t.Errorf("rule %s is listed as not checkable but has specs %v", r.ID, covered[r.ID])
+		}
+	}
+}

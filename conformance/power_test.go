@@ -1,0 +1,69 @@
+package conformance
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const variantEnv = "SANDBOXKIT_BROKEN_VARIANT"
+
+// TestKitCatchesBrokenServers runs the kit, one family at a time, against
+// each deliberately broken variant of the reference server, each in a child
+// process (Ginkgo runs one suite per process), and fails unless a spec of
+// the variant's family fails. TestReferenceServer is the control: the
+// unbroken server passes every family.
+func TestKitCatchesBrokenServers(t *testing.T) {
+	if os.Getenv(variantEnv) != "" {
+		t.Skip("inside a child run")
+	}
+	for _, v := range brokenVariants() {
+		t.Run(v.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenVariantChild$", "-test.count=1")
+			cmd.Env = append(os.Environ(), variantEnv+"="+v.name)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the kit did not catch %q (%s): every %s spec passed\n%s", v.name, v.defect, v.family, tail(out))
+			}
+			caught := regexp.MustCompile(`(?m)^\s+FAIL (`+regexp.QuoteMeta(string(v.family))+`\.[a-z0-9-]+)`).FindAllSubmatch(out, -1)
+			if len(caught) == 0 {
+				t.Fatalf("the child run failed, but no %s spec failed (a crash or a setup failure?)\n%s", v.family, tail(out))
+			}
+			var ids []string
+			for _, m := range caught {
+				ids = append(ids, string(m[1]))
+			}
+			t.Logf("%s caught by %s", v.name, strings.Join(ids, ", "))
+		})
+	}
+}
+
+// TestBrokenVariantChild runs one family of the kit against the variant
+// named in the environment; the parent expects it to fail.
+func TestBrokenVariantChild(t *testing.T) {
+	name := os.Getenv(variantEnv)
+	if name == "" {
+		t.Skip("run by TestKitCatchesBrokenServers")
+	}
+	for _, v := range brokenVariants() {
+		if v.name != name {
+			continue
+		}
+		cfg := NewConfig()
+		cfg.breakage = v.make()
+		RunWith(t, cfg, &RunOptions{LabelFilter: string(v.family)})
+		return
+	}
+	t.Fatalf("unknown variant %q", name)
+}
+
+func tail(out []byte) string {
+	const n = 3000
+	if len(out) > n {
+		return "..." + string(out[len(out)-n:])
+	}
+	return string(out)
+}

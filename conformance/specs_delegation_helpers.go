@@ -1,0 +1,267 @@
+package conformance
+
+// Helpers shared by the lifecycle families (delegation, default, renewal,
+// cleanup). Every name starts with "lc" so that the other families' helpers
+// never collide with them.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// lcCommand is a command every server runs quickly and successfully.
+const lcCommand = "echo ok"
+
+// lcGrace is how long the journal must stay still before a spec concludes
+// that the server has stopped calling the provider.
+const lcGrace = 200 * time.Millisecond
+
+// lcCreate calls create_sandbox and returns the new sandbox's ID, which the
+// provider must know.
+func lcCreate(ctx context.Context, tc *TestContext, s *Session, args map[string]any) string {
+	ginkgo.GinkgoHelper()
+	if args == nil {
+		args = map[string]any{}
+	}
+	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", args))
+	id := r.String("sandbox_id")
+	gomega.Expect(id).NotTo(gomega.BeEmpty(), "create_sandbox: the result has no sandbox_id")
+	_, ok := tc.Fake.Sandbox(id)
+	gomega.Expect(ok).To(gomega.BeTrue(), "create_sandbox returned %q, a sandbox the provider does not have", id)
+	return id
+}
+
+// lcSeed plants one running external sandbox.
+func lcSeed(tc *TestContext) string {
+	return tc.Seed(fakeprovider.SandboxSeed{})
+}
+
+// lcRun runs lcCommand with run_command, on sandboxID or (when "") on the
+// session's default, and expects a success.
+func lcRun(ctx context.Context, tc *TestContext, s *Session, sandboxID string) *Result {
+	ginkgo.GinkgoHelper()
+	args := map[string]any{"command": lcCommand}
+	if sandboxID != "" {
+		args["sandbox_id"] = sandboxID
+	}
+	return tc.ExpectSuccess(s.Call(ctx, "run_command", args))
+}
+
+// lcGet calls get_sandbox (on the default when id is "") and expects a
+// success naming the sandbox.
+func lcGet(ctx context.Context, tc *TestContext, s *Session, id string) *Result {
+	ginkgo.GinkgoHelper()
+	args := map[string]any{}
+	if id != "" {
+		args["sandbox_id"] = id
+	}
+	return tc.ExpectSuccess(s.Call(ctx, "get_sandbox", args))
+}
+
+// lcOps lists the operations of entries, in order.
+func lcOps(entries []fakeprovider.Entry) []string {
+	ops := make([]string, 0, len(entries))
+	for _, e := range entries {
+		op := e.Op
+		if op == "" {
+			op = "<unknown route> " + e.Method + " " + e.Path
+		}
+		ops = append(ops, op)
+	}
+	return ops
+}
+
+// lcControl keeps the control-plane entries.
+func lcControl(entries []fakeprovider.Entry) []fakeprovider.Entry {
+	var out []fakeprovider.Entry
+	for _, e := range entries {
+		if !e.Envd {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// lcWithOp keeps the entries of one operation.
+func lcWithOp(entries []fakeprovider.Entry, op string) []fakeprovider.Entry {
+	var out []fakeprovider.Entry
+	for _, e := range entries {
+		if e.Op == op {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// lcExpectOps asserts that entries are exactly the operations want, in order.
+func lcExpectOps(what string, entries []fakeprovider.Entry, want ...string) {
+	ginkgo.GinkgoHelper()
+	if want == nil {
+		want = []string{}
+	}
+	gomega.Expect(lcOps(entries)).To(gomega.Equal(want), "%s: the provider requests made", what)
+}
+
+// lcExpectNoEnvd asserts that no entry reached a sandbox's daemon (SDK-3)
+// nor used a sandbox's domain as its host.
+func lcExpectNoEnvd(tc *TestContext, what string, entries []fakeprovider.Entry, ids ...string) {
+	ginkgo.GinkgoHelper()
+	for _, e := range entries {
+		gomega.Expect(e.Envd).To(gomega.BeFalse(), "%s: the server called the sandbox's daemon (%s)", what, e.Op)
+		for _, id := range ids {
+			if dom, ok := tc.Fake.Domain(id); ok && dom != "" {
+				gomega.Expect(strings.Contains(strings.ToLower(e.Host), strings.ToLower(dom))).To(gomega.BeFalse(),
+					"%s: a lifecycle call was routed through the sandbox domain, not the API URL (%s)", what, e.Op)
+			}
+		}
+	}
+}
+
+// lcTimeoutBody returns N of a {"timeout": N} request body, and fails the
+// spec when the body is anything else.
+func lcTimeoutBody(e fakeprovider.Entry) int64 {
+	ginkgo.GinkgoHelper()
+	var body map[string]any
+	gomega.Expect(json.Unmarshal(e.Body, &body)).To(gomega.Succeed(), "%s: the body is not a JSON object: %q", e.Op, truncate(string(e.Body), 200))
+	keys := make([]string, 0, len(body))
+	for k := range body {
+		keys = append(keys, k)
+	}
+	gomega.Expect(keys).To(gomega.ConsistOf("timeout"), `%s: the body must be exactly {"timeout": N}`, e.Op)
+	n, ok := body["timeout"].(float64)
+	gomega.Expect(ok).To(gomega.BeTrue(), "%s: timeout is not a number", e.Op)
+	gomega.Expect(n).To(gomega.Equal(float64(int64(n))), "%s: timeout is not whole seconds", e.Op)
+	return int64(n)
+}
+
+// lcRenewals returns N of every OpSetTimeout for id in entries, in order.
+func lcRenewals(entries []fakeprovider.Entry, id string) []int64 {
+	ginkgo.GinkgoHelper()
+	var out []int64
+	for _, e := range entries {
+		if e.Op == sandbox.OpSetTimeout && e.SandboxID == id {
+			out = append(out, lcTimeoutBody(e))
+		}
+	}
+	return out
+}
+
+// lcExpectEndAt asserts that the provider's endAt of id is want, to the second.
+func lcExpectEndAt(tc *TestContext, id string, want time.Time, why string) {
+	ginkgo.GinkgoHelper()
+	rec, ok := tc.Fake.Sandbox(id)
+	gomega.Expect(ok).To(gomega.BeTrue(), "%s: sandbox %s is gone", why, id)
+	gomega.Expect(rec.EndAt).To(gomega.BeTemporally("~", want, time.Second), "%s: the sandbox's end time", why)
+}
+
+// lcLive reports whether the provider still has sandbox id.
+func lcLive(tc *TestContext, id string) bool {
+	_, ok := tc.Fake.Sandbox(id)
+	return ok
+}
+
+// lcWaitGone waits, within the settle timeout, until none of ids is live.
+func lcWaitGone(ctx context.Context, tc *TestContext, why string, ids ...string) {
+	ginkgo.GinkgoHelper()
+	gone := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
+		for _, id := range ids {
+			if lcLive(tc, id) {
+				return false
+			}
+		}
+		return true
+	})
+	if !gone {
+		var left []string
+		for _, id := range ids {
+			if lcLive(tc, id) {
+				left = append(left, id)
+			}
+		}
+		var reqs []string
+		for _, id := range left {
+			for _, e := range tc.Fake.Journal().ForSandbox(id) {
+				if !e.Envd {
+					reqs = append(reqs, fmt.Sprintf("%s %s -> %d", e.Op, id, e.Status))
+				}
+			}
+		}
+		ginkgo.Fail(fmt.Sprintf("%s: sandboxes %v still exist %s later; their control-plane requests: %v",
+			why, left, tc.Config.SettleTimeout, reqs))
+	}
+}
+
+// lcSettle waits until the journal has stayed unchanged for lcGrace (at
+// most the settle timeout), so that a late call would have arrived.
+func lcSettle(ctx context.Context, tc *TestContext) {
+	last := tc.Fake.Journal().Len()
+	still := time.Now()
+	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
+		n := tc.Fake.Journal().Len()
+		if n != last {
+			last, still = n, time.Now()
+			return false
+		}
+		return time.Since(still) >= lcGrace
+	})
+}
+
+// lcClose closes a session (for HTTP this sends DELETE) and waits until
+// the provider no longer has the sandboxes it owned and the server has
+// stopped calling the provider.
+func lcClose(ctx context.Context, tc *TestContext, s *Session, owned ...string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(s.Close(ctx)).To(gomega.Succeed(), "close the session")
+	lcWaitGone(ctx, tc, "after the session closed", owned...)
+	lcSettle(ctx, tc)
+}
+
+// lcKills counts the OpKillSandbox requests for id.
+func lcKills(tc *TestContext, id string) int {
+	return len(lcWithOp(tc.Fake.Journal().ForSandbox(id), sandbox.OpKillSandbox))
+}
+
+// lcExpectUntouchedAtClose asserts that an external sandbox survived a
+// session's close and that the server never renewed or killed it.
+func lcExpectUntouched(tc *TestContext, id, why string) {
+	ginkgo.GinkgoHelper()
+	gomega.Expect(lcLive(tc, id)).To(gomega.BeTrue(), "%s: sandbox %s was destroyed", why, id)
+	gomega.Expect(lcKills(tc, id)).To(gomega.BeZero(), "%s: the server killed sandbox %s", why, id)
+}
+
+// lcKnownOp reports whether op is in the route table (control plane or envd).
+func lcKnownOp(op string) bool {
+	return contains(sandbox.ControlPlaneOps(), op) || contains(sandbox.EnvdOps(), op)
+}
+
+// lcListParams are the query parameters of the platform's list endpoint
+// that LIST-6 allows.
+var lcListParams = []string{"state", "limit", "nextToken", "metadata"}
+
+// lcExpectConnectionsReleased asserts, for a server in another process,
+// that the connections to the provider fall back to at most baseline soon
+// after a by-ID call (GET-6, TIMEOUT-6).
+func lcExpectConnectionsReleased(ctx context.Context, tc *TestContext, baseline int, what string) {
+	ginkgo.GinkgoHelper()
+	ok := tc.WaitFor(ctx, 2*time.Second, func() bool { return tc.OpenConnections() <= baseline })
+	gomega.Expect(ok).To(gomega.BeTrue(), "%s left %d connection(s) to the provider open (%d before the call)",
+		what, tc.OpenConnections(), baseline)
+}
+
+// lcKeys returns the keys of a JSON object.
+func lcKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	return keys
+}
