@@ -59,6 +59,13 @@ func defaultSpecs() []Spec {
 			Body:  specKillClearsDefault,
 		},
 		{
+			ID: "default.kill-gone-default", Family: FamilyDefault, NeedsFake: true,
+			Rules: []string{"SESSION-3"},
+			Tools: []string{"create_sandbox", "kill_sandbox"},
+			Title: "kill_sandbox {} on a default sandbox that has already expired is a not_found tool error",
+			Body:  specKillGoneDefault,
+		},
+		{
 			ID: "default.exec-creates-default", Family: FamilyDefault, NeedsFake: true,
 			Rules: []string{"SESSION-2", "CREATE-5"},
 			Tools: []string{"run_command", "get_sandbox"},
@@ -196,6 +203,19 @@ func specKillClearsDefault(ctx context.Context, tc *TestContext) {
 	lcExpectNoDefault(ctx, tc, s, "after kill_sandbox {}")
 	tc.ExpectToolError(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 60}), "")
 	tc.ExpectNoRequests("set_sandbox_timeout {timeout} after the default was killed")
+}
+
+func specKillGoneDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	a := lcCreate(ctx, tc, s, map[string]any{"timeout": 60})
+	tc.Clock.Advance(2 * time.Minute) // the platform lets it expire
+	gomega.Expect(lcLive(tc, a)).To(gomega.BeFalse(), "the sandbox should have expired")
+	tc.Fake.Journal().Reset()
+	tc.ExpectToolError(s.Call(ctx, "kill_sandbox", map[string]any{}), "not_found")
+	for _, e := range tc.Fake.Journal().Entries() {
+		gomega.Expect(e.Op).NotTo(gomega.Equal(sandbox.OpConnectSandbox), "kill_sandbox must not connect")
+		gomega.Expect(e.Op).NotTo(gomega.Equal(sandbox.OpCreateSandbox), "kill_sandbox must not create")
+	}
 }
 
 func specExecCreatesDefault(ctx context.Context, tc *TestContext) {

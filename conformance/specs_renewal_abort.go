@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -60,10 +61,11 @@ func lcConnectAbortable(ctx context.Context, tc *TestContext) (*Session, func() 
 	)
 	switch t := tc.run.target.(type) {
 	case *inProcessTarget:
-		clientT, serverT := mcp.NewInMemoryTransports()
+		clientEnd, serverEnd := net.Pipe()
+		serverT := &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd, MaxLineLength: inProcessMaxMessage}
 		done := make(chan error, 1)
 		go func() { done <- t.srv.Run(t.ctx, serverT) }()
-		inner = clientT
+		inner = &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd, MaxLineLength: inProcessMaxMessage}
 		ended = func(ctx context.Context) error {
 			select {
 			case <-done:
