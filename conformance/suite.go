@@ -142,12 +142,14 @@ func registerSpec(spec Spec, run func() *runState) {
 			}
 		}
 		tc := r.newTestContext()
-		defer func() {
+		// DeferCleanup runs after the spec's state is final, so a failure
+		// is visible here (inside a plain defer it is not yet recorded).
+		ginkgo.DeferCleanup(func(cctx context.Context) {
 			if ginkgo.CurrentSpecReport().Failed() {
 				attachDiagnostics(tc)
 			}
-			tc.finish(context.WithoutCancel(ctx))
-		}()
+			tc.finish(cctx)
+		}, ginkgo.NodeTimeout(time.Minute))
 		spec.Body(ctx, tc)
 	}, ginkgo.SpecTimeout(2*time.Minute))
 }
