@@ -29,15 +29,7 @@ const lcGrace = 200 * time.Millisecond
 // provider must know.
 func lcCreate(ctx context.Context, tc *TestContext, s *Session, args map[string]any) string {
 	ginkgo.GinkgoHelper()
-	if args == nil {
-		args = map[string]any{}
-	}
-	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", args))
-	id := r.String("sandbox_id")
-	gomega.Expect(id).NotTo(gomega.BeEmpty(), "create_sandbox: the result has no sandbox_id")
-	_, ok := tc.Fake.Sandbox(id)
-	gomega.Expect(ok).To(gomega.BeTrue(), "create_sandbox returned %q, a sandbox the provider does not have", id)
-	return id
+	return createSandbox(ctx, tc, s, args)
 }
 
 // lcSeed plants one running external sandbox.

@@ -97,10 +97,7 @@ func errsNewEnv(ctx context.Context, tc *TestContext) *errsEnv {
 // errsCreate creates a sandbox in s and returns its ID.
 func errsCreate(ctx context.Context, tc *TestContext, s *Session) string {
 	ginkgo.GinkgoHelper()
-	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
-	id := r.String("sandbox_id")
-	gomega.Expect(id).NotTo(gomega.BeEmpty(), "create_sandbox returned no sandbox_id")
-	return id
+	return createSandbox(ctx, tc, s, nil)
 }
 
 // errsMode is one way a tool reaches the platform: the tool, the operation

@@ -82,10 +82,7 @@ func dpCreate(ctx context.Context, tc *TestContext, s *Session, timeout int) str
 	if timeout > 0 {
 		args["timeout"] = timeout
 	}
-	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", args))
-	id := r.String("sandbox_id")
-	gomega.Expect(id).NotTo(gomega.BeEmpty(), "create_sandbox: no sandbox_id")
-	return id
+	return createSandbox(ctx, tc, s, args)
 }
 
 // dpLiveCreated returns the IDs of the live sandboxes the server created
