@@ -32,6 +32,10 @@ type session struct {
 
 	ctx    context.Context // cancelled when the session closes
 	cancel context.CancelFunc
+	// ended is closed once the close-time destroys of the session are
+	// registered, so that every caller of registry.end, not only the
+	// first, returns after that (a stdio server must not exit before).
+	ended chan struct{}
 
 	mu        sync.Mutex
 	closed    bool
@@ -43,7 +47,7 @@ type session struct {
 
 func newSession(seq uint64) *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &session{seq: seq, ctx: ctx, cancel: cancel, owned: map[string]*ownedSandbox{}, commands: map[string]*bgCommand{}}
+	return &session{seq: seq, ctx: ctx, cancel: cancel, ended: make(chan struct{}), owned: map[string]*ownedSandbox{}, commands: map[string]*bgCommand{}}
 }
 
 // isClosed reports whether the session has closed.
@@ -212,8 +216,10 @@ func (r *registry) lookup(ss *mcp.ServerSession) (*session, bool) {
 func (r *registry) end(s *session) {
 	owned, cmds, first := s.close()
 	if !first {
+		<-s.ended
 		return
 	}
+	defer close(s.ended)
 	for _, c := range cmds {
 		c.release()
 	}
