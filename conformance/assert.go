@@ -69,12 +69,22 @@ func (tc *TestContext) ExpectInvalidField(r *Result, field string, submitted ...
 
 // ExpectNoLeak asserts that no canary secret of the fake (API key, access
 // tokens, domains, client IDs, user metadata, environment variables, error
-// messages) appears in the texts.
+// messages) appears in the texts. In cloud mode it looks for every secret
+// the run has seen instead: the API key, configured header values, and the
+// access tokens, sandbox domains and client IDs the platform sent to the
+// kit's SDK (and, in-process, to the reference server); a failure names the
+// kind of secret, never its value.
 func (tc *TestContext) ExpectNoLeak(what string, texts ...string) {
 	ginkgo.GinkgoHelper()
 	for _, t := range texts {
-		if c, ok := tc.Fake.FindCanary(t); ok {
-			ginkgo.Fail(fmt.Sprintf("%s leaks a secret (canary %q)", what, c))
+		if tc.Fake != nil {
+			if c, ok := tc.Fake.FindCanary(t); ok {
+				ginkgo.Fail(fmt.Sprintf("%s leaks a secret (canary %q)", what, c))
+			}
+		} else if c := tc.run.cloud; c != nil {
+			if kind, ok := c.secrets.find(t); ok {
+				ginkgo.Fail(fmt.Sprintf("%s leaks a secret (the %s)", what, kind))
+			}
 		}
 		for _, bad := range []string{"goroutine ", "panic:", ".go:"} {
 			if strings.Contains(t, bad) {
@@ -85,8 +95,12 @@ func (tc *TestContext) ExpectNoLeak(what string, texts ...string) {
 }
 
 // ExpectNoRequests asserts the fake received no request at all (VAL-7).
+// It needs the fake: only NeedsFake specs may use it.
 func (tc *TestContext) ExpectNoRequests(why string) {
 	ginkgo.GinkgoHelper()
+	if tc.Fake == nil {
+		ginkgo.Fail("ExpectNoRequests needs the fake provider's journal: mark the spec NeedsFake")
+	}
 	gomega.Expect(tc.Fake.Journal().Ops()).To(gomega.BeEmpty(), "%s: the server called the provider", why)
 }
 

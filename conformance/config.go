@@ -2,13 +2,16 @@ package conformance
 
 import (
 	"errors"
-	"net/http"
-
 	"fmt"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
 // Config says which server the kit checks and how. Build one with
@@ -48,12 +51,33 @@ type Config struct {
 	CallTimeout time.Duration
 	// SettleTimeout bounds how long the kit waits, after a spec closes its
 	// sessions, for the server to destroy the sandboxes they owned.
-	// Default 5 s.
+	// Default 5 s; in cloud mode at least 30 s.
 	SettleTimeout time.Duration
+
+	// Cloud runs the kit against the real provider that the environment
+	// names (E2B_API_KEY, and E2B_API_URL / E2B_DOMAIN / E2B_SANDBOX_URL
+	// when set; ServerEnv entries override the process environment) instead
+	// of the fake. The run refuses to start without credentials. Specs that
+	// need the fake (label needs-fake) are left out; the cloud-only specs
+	// cross-check the server against the platform through the kit's own
+	// SDK. The in-process target is the reference server on the real
+	// platform; server commands get the real environment. Every sandbox the
+	// run creates is tracked in a state file from the moment its ID is
+	// seen and destroyed at the end, even when specs fail.
+	Cloud bool
+	// StateDir holds the state files of cloud runs (the sandboxes each run
+	// created, for `sandboxkit sweep`). Default [DefaultStateDir].
+	StateDir string
+	// RunID names the run in its state file and evidence. Default: a fresh
+	// [NewRunID].
+	RunID string
 
 	// breakage, set only by the kit's own tests, turns the in-process
 	// reference server into a deliberately broken variant.
 	breakage *breakage
+	// cloudSettle, set only by the kit's own tests, replaces the settle
+	// time of cloud mode (against a fake posing as a real provider).
+	cloudSettle time.Duration
 }
 
 // breakage is a deliberately broken variant of the reference server: a
@@ -137,7 +161,106 @@ func (c *Config) Validate() error {
 	if c.CallTimeout < 0 || c.SettleTimeout < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
 	}
+	if c.RunID != "" && !runIDPattern.MatchString(c.RunID) {
+		errs = append(errs, fmt.Errorf("run ID %q: want letters, digits, '.', '_' or '-' (at most 64)", c.RunID))
+	}
+	if c.Cloud {
+		if c.FakeAPIKey != "" {
+			errs = append(errs, errors.New("cloud mode uses no fake provider: a fake API key makes no sense"))
+		}
+		p, err := sandbox.NewPlatform(&sandbox.Options{Getenv: c.cloudGetenv})
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("cloud mode: provider configuration: %w", err))
+		case !p.HasCredentials(sandbox.DefaultProviderID):
+			errs = append(errs, errNoCredentials)
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// cloudGetenv reads cloud mode's environment: ServerEnv entries first (the
+// last one of a name wins), then the process environment.
+func (c *Config) cloudGetenv(key string) string {
+	for i := len(c.ServerEnv) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(c.ServerEnv[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return os.Getenv(key)
+}
+
+// stateDir is StateDir or the default.
+func (c *Config) stateDir() string {
+	if c.StateDir != "" {
+		return c.StateDir
+	}
+	return DefaultStateDir()
+}
+
+// settle is how long the kit waits for a closed session's sandboxes to go.
+func (c *Config) settle() time.Duration {
+	if c.Cloud && c.cloudSettle > 0 {
+		return c.cloudSettle
+	}
+	if c.Cloud && c.SettleTimeout < cloudMinSettle {
+		return cloudMinSettle
+	}
+	return c.SettleTimeout
+}
+
+// cloudMinSettle is the least settle time in cloud mode: real providers
+// take a while to destroy a sandbox.
+const cloudMinSettle = 30 * time.Second
+
+// Mode is "cloud" for a cloud run and "loopback" for a run against the
+// fake provider (in-process or on loopback).
+func (c *Config) Mode() string {
+	if c.Cloud {
+		return "cloud"
+	}
+	return "loopback"
+}
+
+// redacted describes the configuration for evidence, with every value that
+// may be secret replaced.
+func (c *Config) redacted() map[string]any {
+	m := map[string]any{
+		"mode":           c.Mode(),
+		"target":         string(c.Kind()),
+		"require_all":    c.RequireAll,
+		"call_timeout":   c.CallTimeout.String(),
+		"settle_timeout": c.settle().String(),
+	}
+	if len(c.ServerCommand) > 0 {
+		m["server_command"] = append([]string(nil), c.ServerCommand...)
+	}
+	if len(c.ServerEnv) > 0 {
+		var env []string
+		for _, kv := range c.ServerEnv {
+			k, _, _ := strings.Cut(kv, "=")
+			env = append(env, k+"=[REDACTED]")
+		}
+		m["server_env"] = env
+	}
+	if c.ServerURL != "" {
+		m["server_url"] = c.ServerURL
+	}
+	if len(c.Headers) > 0 {
+		h := map[string]string{}
+		for k := range c.Headers {
+			h[k] = "[REDACTED]"
+		}
+		m["headers"] = h
+	}
+	if len(c.ToolNames) > 0 {
+		m["tool_names"] = c.ToolNames
+	}
+	if !c.Cloud && c.Kind() != TargetInProcess {
+		m["fake_addr"] = c.FakeAddr
+		m["fake_api_key_fixed"] = c.FakeAPIKey != ""
+	}
+	return m
 }
 
 // toolName maps a contract tool name to the server's.

@@ -12,25 +12,41 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// TestContext is what one spec drives: a fresh fake provider, the server
-// under test, and the sessions the spec opened. Specs never clean up by
-// listing: the sessions they open are closed when the spec ends, and the
-// fake is replaced for the next spec.
+// TestContext is what one spec drives: a fresh fake provider (or, in cloud
+// mode, the real platform), the server under test, and the sessions the
+// spec opened. Specs never clean up by listing: the sessions they open are
+// closed when the spec ends, and the fake is replaced for the next spec; in
+// cloud mode every sandbox the spec's calls created is tracked and
+// destroyed by ID when the spec ends, if the server has not done so.
 type TestContext struct {
 	// Config is the run's configuration.
 	Config *Config
 	// Fake is this spec's fake provider: journal, faults, canaries, seeding.
+	// It is nil in cloud mode (specs that use it are NeedsFake).
 	Fake *fakeprovider.Provider
-	// Clock is the fake provider's clock.
+	// Clock is the fake provider's clock; nil in cloud mode.
 	Clock *fakeprovider.FakeClock
+	// Platform is the kit's own SDK on the real platform in cloud mode, for
+	// cross-checking the server; nil against the fake.
+	Platform *sandbox.Platform
 
-	run *runState
+	run    *runState
+	specID string
 
 	mu         sync.Mutex
 	sessions   []*Session
 	transcript []Exchange
+	nsessions  int
+	created    []createdSandbox
+}
+
+// createdSandbox is a sandbox the spec's calls (or the kit, for the spec)
+// created in cloud mode.
+type createdSandbox struct {
+	id, source string
 }
 
 // Exchange is one call of the spec's transcript.
@@ -38,6 +54,12 @@ type Exchange struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Result    string          `json:"result"`
+	// Session numbers the spec's sessions from 1.
+	Session int `json:"session"`
+	// Probe marks a call the kit made on its own in cloud mode (get_sandbox
+	// without arguments) to learn the ID of a sandbox a tool created
+	// implicitly; it is not one of the spec's calls.
+	Probe bool `json:"probe,omitempty"`
 }
 
 // Session is one MCP session the spec opened.
@@ -46,6 +68,12 @@ type Session struct {
 	conn   *clientConn
 	once   sync.Once
 	closed error
+	n      int
+
+	// defaultID is the session's default sandbox as far as the kit knows
+	// (cloud mode only), under mu.
+	mu        sync.Mutex
+	defaultID string
 }
 
 // Kind tells how the server is reached.
@@ -56,7 +84,18 @@ func (tc *TestContext) Logs() string { return tc.run.target.logs() }
 
 // OpenConnections returns the loopback connections open to the fake now;
 // it is 0 for the in-process target, which uses no sockets.
-func (tc *TestContext) OpenConnections() int { return tc.run.hub.openConnections() }
+func (tc *TestContext) OpenConnections() int {
+	if tc.run.hub == nil {
+		return 0
+	}
+	return tc.run.hub.openConnections()
+}
+
+// Cloud reports whether the run is in cloud mode.
+func (tc *TestContext) Cloud() bool { return tc.run.cloud != nil }
+
+// SpecID returns the ID of the running spec.
+func (tc *TestContext) SpecID() string { return tc.specID }
 
 // Advertised returns the server's tool by contract name, or nil.
 func (tc *TestContext) Advertised(contractName string) *mcp.Tool {
@@ -81,9 +120,7 @@ func (tc *TestContext) ConnectVersion(ctx context.Context, version string) (*Ses
 		return nil, err
 	}
 	s := &Session{tc: tc, conn: conn}
-	tc.mu.Lock()
-	tc.sessions = append(tc.sessions, s)
-	tc.mu.Unlock()
+	tc.track(s)
 	return s, nil
 }
 
@@ -109,8 +146,11 @@ func (s *Session) CallRaw(ctx context.Context, tool string, args json.RawMessage
 	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: args})
 	r := newResult(tool, res, err)
 	s.tc.mu.Lock()
-	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: tool, Arguments: args, Result: r.JSON})
+	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: tool, Arguments: args, Result: r.JSON, Session: s.n})
 	s.tc.mu.Unlock()
+	if s.tc.run.cloud != nil {
+		s.observe(ctx, tool, args, r)
+	}
 	return r
 }
 
@@ -120,7 +160,7 @@ func (s *Session) Close(ctx context.Context) error {
 	s.once.Do(func() {
 		s.closed = s.conn.cs.Close()
 		if s.conn.ended != nil {
-			wctx, cancel := context.WithTimeout(ctx, s.tc.Config.SettleTimeout)
+			wctx, cancel := context.WithTimeout(ctx, s.tc.Config.settle())
 			defer cancel()
 			if err := s.conn.ended(wctx); err != nil && s.closed == nil {
 				s.closed = fmt.Errorf("server did not finish the session: %w", err)
@@ -140,6 +180,18 @@ func (tc *TestContext) Transcript() []Exchange {
 // finish closes every session the spec opened and waits, within the
 // settle timeout, for the server to destroy the sandboxes they created.
 func (tc *TestContext) finish(ctx context.Context) {
+	if tc.run.cloud != nil {
+		tc.finishCloud(ctx)
+		tc.run.rec.specDone(tc)
+		return
+	}
+	tc.closeSessions(ctx)
+	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return tc.Fake.LiveCount() == tc.seeded() })
+	tc.run.rec.specDone(tc)
+}
+
+// closeSessions closes every session the spec opened.
+func (tc *TestContext) closeSessions(ctx context.Context) {
 	tc.mu.Lock()
 	sessions := tc.sessions
 	tc.sessions = nil
@@ -147,7 +199,6 @@ func (tc *TestContext) finish(ctx context.Context) {
 	for _, s := range sessions {
 		_ = s.Close(ctx)
 	}
-	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return tc.Fake.LiveCount() == tc.seeded() })
 }
 
 // seeded counts the live sandboxes the spec planted itself (not created
@@ -168,6 +219,9 @@ const seedMarker = "sandboxkit-seeded"
 // Seed plants a running sandbox the session does not own (an external
 // sandbox) and returns its ID.
 func (tc *TestContext) Seed(seed fakeprovider.SandboxSeed) string {
+	if tc.Fake == nil {
+		ginkgo.Fail("Seed needs the fake provider: mark the spec NeedsFake")
+	}
 	if seed.Metadata == nil {
 		seed.Metadata = map[string]string{}
 	}
@@ -194,6 +248,10 @@ func (tc *TestContext) WaitFor(ctx context.Context, limit time.Duration, cond fu
 // the spec ends.
 func (tc *TestContext) track(s *Session) {
 	tc.mu.Lock()
+	if s.n == 0 {
+		tc.nsessions++
+		s.n = tc.nsessions
+	}
 	tc.sessions = append(tc.sessions, s)
 	tc.mu.Unlock()
 }

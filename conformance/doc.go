@@ -1,4 +1,12 @@
 // Package conformance is the sandboxkit conformance kit: a Ginkgo suite that
 // drives an MCP server implementing the sandbox tools against a fake
 // provider and checks the rules of the tool contract (see [Rules]).
+//
+// In cloud mode ([Config.Cloud]) the kit runs the specs that need no fake
+// against the real provider the environment names, adds cloud-only specs
+// that cross-check the server against the platform through the kit's own
+// SDK, tracks every sandbox the run creates in a state file and destroys
+// them by ID at the end ([Sweep] cleans up after an interrupted run).
+// [RunOptions.EvidenceDir] records any run as an evidence bundle (package
+// evidence).
 package conformance

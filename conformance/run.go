@@ -32,6 +32,11 @@ type RunOptions struct {
 	DryRun bool
 	// Summary receives the per-family summary; nil means os.Stdout.
 	Summary io.Writer
+	// EvidenceDir, when set, receives the run's evidence bundle (see package
+	// evidence): mode "cloud" for a cloud run, "loopback" otherwise. It must
+	// not exist or be empty. Everything in it is redacted first; a bundle
+	// that would still hold a secret is not written and the run fails.
+	EvidenceDir string
 }
 
 // Run runs the whole kit from a go test function:
@@ -43,24 +48,54 @@ type RunOptions struct {
 func Run(t ginkgo.GinkgoTestingT, cfg *Config) bool { return RunWith(t, cfg, nil) }
 
 // RunWith is [Run] with explicit spec selection and reports.
+//
+// The configuration is validated first; an invalid one (in cloud mode: no
+// provider credentials in the environment) fails t and returns false
+// before any spec is registered or run. In cloud mode the label filter
+// gains "!needs-fake".
 func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
-	gomega.RegisterFailHandler(ginkgo.Fail)
-	Describe(cfg)
 	summary := opts.Summary
 	if summary == nil {
 		summary = os.Stdout
 	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
+		t.Fail()
+		return false
+	}
+	rec := newRecorder(cfg)
+	gomega.RegisterFailHandler(ginkgo.Fail)
+	describe(cfg, rec)
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
-		if !opts.DryRun {
-			WriteSummary(summary, r)
+		if opts.DryRun {
+			return
+		}
+		WriteSummary(summary, r)
+		rec.writeCloudSummary(summary)
+		if opts.EvidenceDir != "" {
+			if err := rec.writeEvidence(opts.EvidenceDir, r); err != nil {
+				rec.mu.Lock()
+				rec.evidenceErr = err
+				rec.mu.Unlock()
+				fmt.Fprintf(summary, "EVIDENCE NOT WRITTEN: %v\n", err)
+			} else {
+				fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", cfg.Mode(), evidenceDirAbs(opts.EvidenceDir))
+			}
 		}
 	})
 	suiteCfg, repCfg := ginkgo.GinkgoConfiguration()
 	if opts.LabelFilter != "" {
 		suiteCfg.LabelFilter = opts.LabelFilter
+	}
+	if cfg.Cloud {
+		if suiteCfg.LabelFilter == "" {
+			suiteCfg.LabelFilter = "!" + LabelNeedsFake
+		} else {
+			suiteCfg.LabelFilter = "(" + suiteCfg.LabelFilter + ") && !" + LabelNeedsFake
+		}
 	}
 	suiteCfg.FocusStrings = append(suiteCfg.FocusStrings, opts.Focus...)
 	suiteCfg.SkipStrings = append(suiteCfg.SkipStrings, opts.Skip...)
@@ -82,7 +117,22 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if opts.Verbose {
 		repCfg.Verbose = true
 	}
-	return ginkgo.RunSpecs(t, "sandboxkit conformance", suiteCfg, repCfg)
+	rec.selection = map[string]any{"label_filter": suiteCfg.LabelFilter}
+	if len(suiteCfg.FocusStrings) > 0 {
+		rec.selection["focus"] = suiteCfg.FocusStrings
+	}
+	if len(suiteCfg.SkipStrings) > 0 {
+		rec.selection["skip"] = suiteCfg.SkipStrings
+	}
+	ok := ginkgo.RunSpecs(t, "sandboxkit conformance", suiteCfg, repCfg)
+	rec.mu.Lock()
+	bad := rec.evidenceErr != nil || len(rec.failedCleanup) > 0
+	rec.mu.Unlock()
+	if bad {
+		t.Fail()
+		return false
+	}
+	return ok
 }
 
 // WriteSummary prints passed/failed/skipped per family and one line per

@@ -22,17 +22,24 @@ const (
 	FamilyBackground Family = "background"
 	FamilyBinary     Family = "binary"
 	FamilyProtocol   Family = "protocol"
+	// FamilyCloud holds the cloud-only specs: they cross-check the server
+	// against the real platform through the kit's own SDK.
+	FamilyCloud Family = "cloud"
 )
 
 // Families lists every family in report order.
 func Families() []Family {
 	return []Family{FamilyProtocol, FamilyBounds, FamilyDelegation, FamilyDefault, FamilyRenewal, FamilyLeakage,
-		FamilyErrors, FamilyCleanup, FamilyExec, FamilyFiles, FamilyBackground, FamilyBinary}
+		FamilyErrors, FamilyCleanup, FamilyExec, FamilyFiles, FamilyBackground, FamilyBinary, FamilyCloud}
 }
 
 // LabelNeedsFake marks specs that need the fake provider's internals
 // (journal, faults, seeding): cloud mode leaves them out.
 const LabelNeedsFake = "needs-fake"
+
+// LabelCloudOnly marks specs that need a real provider: they run only in
+// cloud mode and are skipped against the fake.
+const LabelCloudOnly = "cloud-only"
 
 // Spec is one conformance check.
 type Spec struct {
@@ -51,6 +58,9 @@ type Spec struct {
 	// NeedsFake is true when the spec reads the fake's journal, injects
 	// faults or seeds sandboxes.
 	NeedsFake bool
+	// CloudOnly is true when the spec cross-checks the server against a
+	// real provider through the kit's SDK; it runs only in cloud mode.
+	CloudOnly bool
 	// Body runs the check.
 	Body func(ctx context.Context, tc *TestContext)
 }
@@ -60,7 +70,7 @@ func Specs() []Spec {
 	var all []Spec
 	for _, group := range [][]Spec{
 		protocolSpecs(), boundsSpecs(), delegationSpecs(), defaultSpecs(), renewalSpecs(), leakageSpecs(),
-		errorSpecs(), cleanupSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(),
+		errorSpecs(), cleanupSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)
 	}
@@ -75,4 +85,40 @@ func Specs() []Spec {
 		return all[i].ID < all[j].ID
 	})
 	return all
+}
+
+// optionalSpecs are left out of the required-spec lists of evidence, with
+// the reason: their outcome depends on how the server is reached, not on
+// the server alone.
+var optionalSpecs = map[string]string{
+	"protocol.transports-identical":         "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
+	"delegation.by-id-releases-connections": "counts loopback connections to the fake: skipped for the in-process target, which uses none",
+	"errors.hang":                           "skipped when the server's own provider deadline is longer than the kit's hang budget",
+}
+
+// RequiredSpecs returns the IDs of the specs an evidence bundle of the
+// given mode ("cloud" or "loopback") must hold, each passed: in cloud mode
+// every spec that needs no fake (the cloud-only ones included), in
+// loopback mode every spec but the cloud-only ones; neither lists the
+// optional specs whose outcome depends on the target. The repository's
+// list, evidence/required/<Version>.txt, must equal this (a test checks).
+func RequiredSpecs(mode string) []string {
+	var ids []string
+	for _, s := range Specs() {
+		if _, optional := optionalSpecs[s.ID]; optional {
+			continue
+		}
+		switch mode {
+		case "cloud":
+			if !s.NeedsFake {
+				ids = append(ids, s.ID)
+			}
+		case "loopback":
+			if !s.CloudOnly {
+				ids = append(ids, s.ID)
+			}
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }

@@ -11,35 +11,50 @@ import (
 	"github.com/onsi/gomega"
 )
 
-// runState is what lives for one run of the kit: the fake hub, the target
-// and what the server advertised.
+// runState is what lives for one run of the kit: the fake hub (or, in
+// cloud mode, the kit's view of the real platform), the target and what
+// the server advertised.
 type runState struct {
 	cfg    *Config
-	hub    *fakeHub
+	hub    *fakeHub      // fake modes
+	cloud  *cloudBackend // cloud mode
 	target target
 	tools  map[string]*mcp.Tool // by contract name
 	server *mcp.Implementation
+	rec    *recorder
 }
 
-func startRun(ctx context.Context, cfg *Config) (*runState, error) {
+func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("conformance: configuration: %w", err)
 	}
-	r := &runState{cfg: cfg, hub: newFakeHub(cfg.FakeAPIKey)}
-	r.hub.fresh()
-	switch cfg.Kind() {
-	case TargetInProcess:
-		r.target = &inProcessTarget{hub: r.hub, breakage: cfg.breakage}
-	case TargetStdio:
-		r.target = &stdioTarget{cfg: cfg, hub: r.hub}
-	case TargetHTTP:
-		r.target = &httpTarget{cfg: cfg, hub: r.hub}
-	}
-	if cfg.Kind() != TargetInProcess {
-		if err := r.hub.listen(cfg.FakeAddr); err != nil {
+	r := &runState{cfg: cfg, rec: rec}
+	var env []string
+	if cfg.Cloud {
+		c, err := newCloudBackend(cfg, rec.runID)
+		if err != nil {
 			return nil, err
 		}
+		r.cloud = c
+	} else {
+		r.hub = newFakeHub(cfg.FakeAPIKey)
+		r.hub.fresh()
+		if cfg.Kind() != TargetInProcess {
+			if err := r.hub.listen(cfg.FakeAddr); err != nil {
+				return nil, err
+			}
+			env = r.hub.env()
+		}
 	}
+	switch cfg.Kind() {
+	case TargetInProcess:
+		r.target = &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.breakage}
+	case TargetStdio:
+		r.target = &stdioTarget{cfg: cfg, env: env}
+	case TargetHTTP:
+		r.target = &httpTarget{cfg: cfg, env: env}
+	}
+	rec.attach(r)
 	if err := r.target.start(ctx); err != nil {
 		r.stop()
 		return nil, err
@@ -84,28 +99,47 @@ func (r *runState) discover(ctx context.Context) error {
 	return nil
 }
 
+// stop ends the target, then, in cloud mode, destroys every sandbox the
+// run created that is not known to be gone (through the kit's SDK, never by
+// listing) and closes the run's state file.
 func (r *runState) stop() {
 	if r.target != nil {
 		r.target.stop()
 	}
-	r.hub.close()
+	if r.hub != nil {
+		r.hub.close()
+	}
+	if r.cloud != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		r.rec.cleanupFailed(r.cloud.finishAll(ctx))
+	}
 }
 
-// newTestContext gives a spec a fresh fake provider.
-func (r *runState) newTestContext() *TestContext {
-	fake, clock := r.hub.fresh()
-	return &TestContext{Config: r.cfg, Fake: fake, Clock: clock, run: r}
+// newTestContext gives a spec a fresh fake provider (or, in cloud mode,
+// the kit's SDK on the real platform).
+func (r *runState) newTestContext(spec Spec) *TestContext {
+	tc := &TestContext{Config: r.cfg, run: r, specID: spec.ID}
+	if r.cloud != nil {
+		tc.Platform = r.cloud.platform
+		return tc
+	}
+	tc.Fake, tc.Clock = r.hub.fresh()
+	return tc
 }
 
 // Describe registers every spec under one Ginkgo container, for embedding
 // the kit in another Ginkgo suite: call it at the top level of a test file
 // (var _ = conformance.Describe(cfg)). cfg is read when the specs run.
-func Describe(cfg *Config) bool {
+// Evidence bundles need [RunWith].
+func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg)) }
+
+func describe(cfg *Config, rec *recorder) bool {
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
 			var err error
-			run, err = startRun(ctx, cfg)
+			run, err = startRun(ctx, cfg, rec)
 			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start the conformance run")
 			ginkgo.DeferCleanup(run.stop)
 		}, ginkgo.NodeTimeout(2*time.Minute))
@@ -116,22 +150,36 @@ func Describe(cfg *Config) bool {
 					if spec.Family != family {
 						continue
 					}
-					registerSpec(spec, func() *runState { return run })
+					registerSpec(spec, cfg.Cloud, func() *runState { return run })
 				}
 			})
 		}
 	})
 }
 
-// registerSpec wraps one spec in an It with its labels.
-func registerSpec(spec Spec, run func() *runState) {
+// registerSpec wraps one spec in an It with its labels. Cloud runs get
+// longer timeouts: a real provider is slower than the fake.
+func registerSpec(spec Spec, cloud bool, run func() *runState) {
+	specTimeout, cleanupTimeout := 2*time.Minute, time.Minute
+	if cloud {
+		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
+	}
 	labels := append([]string{spec.ID}, spec.Rules...)
 	if spec.NeedsFake {
 		labels = append(labels, LabelNeedsFake)
 	}
+	if spec.CloudOnly {
+		labels = append(labels, LabelCloudOnly)
+	}
 	title := fmt.Sprintf("[%s] %s", spec.ID, spec.Title)
 	ginkgo.It(title, ginkgo.Label(labels...), func(ctx ginkgo.SpecContext) {
 		r := run()
+		switch {
+		case spec.NeedsFake && r.cfg.Cloud:
+			ginkgo.Skip("needs the fake provider (fault injection, journal or seeding): not run in cloud mode")
+		case spec.CloudOnly && !r.cfg.Cloud:
+			ginkgo.Skip("cloud-only: cross-checks a real provider, runs only in cloud mode (--cloud)")
+		}
 		for _, tool := range spec.Tools {
 			if r.tools[tool] == nil {
 				msg := fmt.Sprintf("the server does not advertise %s", r.cfg.toolName(tool))
@@ -141,7 +189,7 @@ func registerSpec(spec Spec, run func() *runState) {
 				ginkgo.Skip(msg)
 			}
 		}
-		tc := r.newTestContext()
+		tc := r.newTestContext(spec)
 		// DeferCleanup runs after the spec's state is final, so a failure
 		// is visible here (inside a plain defer it is not yet recorded).
 		ginkgo.DeferCleanup(func(cctx context.Context) {
@@ -149,9 +197,9 @@ func registerSpec(spec Spec, run func() *runState) {
 				attachDiagnostics(tc)
 			}
 			tc.finish(cctx)
-		}, ginkgo.NodeTimeout(time.Minute))
+		}, ginkgo.NodeTimeout(cleanupTimeout))
 		spec.Body(ctx, tc)
-	}, ginkgo.SpecTimeout(2*time.Minute))
+	}, ginkgo.SpecTimeout(specTimeout))
 }
 
 // attachDiagnostics adds the spec's transcript and the server's recent log
@@ -159,13 +207,23 @@ func registerSpec(spec Spec, run func() *runState) {
 func attachDiagnostics(tc *TestContext) {
 	var b strings.Builder
 	for _, ex := range tc.Transcript() {
-		fmt.Fprintf(&b, "-> %s %s\n<- %s\n", tc.Config.toolName(ex.Tool), ex.Arguments, truncate(ex.Result, 2000))
+		probe := ""
+		if ex.Probe {
+			probe = " (kit probe)"
+		}
+		fmt.Fprintf(&b, "-> %s%s %s\n<- %s\n", tc.Config.toolName(ex.Tool), probe, ex.Arguments, truncate(ex.Result, 2000))
 	}
-	ginkgo.AddReportEntry("transcript", b.String(), ginkgo.ReportEntryVisibilityFailureOrVerbose)
 	logs := tc.Logs()
 	if len(logs) > 4000 {
 		logs = "..." + logs[len(logs)-4000:]
 	}
+	transcript := b.String()
+	if tc.run.cloud != nil {
+		// Reports of a cloud run may be shared: redact what the run saw.
+		transcript = tc.run.rec.redact(transcript)
+		logs = tc.run.rec.redact(logs)
+	}
+	ginkgo.AddReportEntry("transcript", transcript, ginkgo.ReportEntryVisibilityFailureOrVerbose)
 	ginkgo.AddReportEntry("server log", logs, ginkgo.ReportEntryVisibilityFailureOrVerbose)
 }
 

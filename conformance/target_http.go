@@ -18,7 +18,10 @@ import (
 // ServerCommand when one is given, or already running.
 type httpTarget struct {
 	cfg *Config
-	hub *fakeHub
+	// env is added to the command's environment before ServerEnv: the
+	// fake's location, or nothing in cloud mode (the real environment
+	// passes through).
+	env []string
 	log lockedBuffer
 	cmd *exec.Cmd
 }
@@ -26,7 +29,7 @@ type httpTarget struct {
 func (t *httpTarget) start(ctx context.Context) error {
 	if len(t.cfg.ServerCommand) > 0 {
 		cmd := exec.Command(t.cfg.ServerCommand[0], t.cfg.ServerCommand[1:]...)
-		cmd.Env = append(append(os.Environ(), t.hub.env()...), t.cfg.ServerEnv...)
+		cmd.Env = append(append(os.Environ(), t.env...), t.cfg.ServerEnv...)
 		cmd.Stdout, cmd.Stderr = &t.log, &t.log
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("conformance: start HTTP server command: %w", err)

@@ -17,9 +17,10 @@ import (
 
 // inProcessTarget is the reference server in the kit's own process, reached
 // through in-memory transports, with its platform wired to the fake hub
-// without a socket.
+// without a socket, or, in cloud mode, to the real platform.
 type inProcessTarget struct {
-	hub      *fakeHub
+	hub      *fakeHub      // fake modes
+	cloud    *cloudBackend // cloud mode
 	breakage *breakage
 	log      lockedBuffer
 	srv      *server.Server
@@ -31,30 +32,51 @@ type inProcessTarget struct {
 }
 
 func (t *inProcessTarget) start(ctx context.Context) error {
-	env := map[string]string{
-		sandbox.EnvAPIKey: t.hub.apiKey,
-		sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test",
-	}
-	var rt http.RoundTripper = t.hub
-	if b := t.breakage; b != nil && b.transport != nil {
-		rt = b.transport(rt)
-	}
-	platform, err := sandbox.NewPlatform(&sandbox.Options{
-		Getenv:     func(k string) string { return env[k] },
-		HTTPClient: &http.Client{Transport: rt},
-		UserAgent:  "sandboxkit-conformance/" + Version,
-	})
-	if err != nil {
-		return fmt.Errorf("conformance: reference server platform: %w", err)
+	var (
+		platform *sandbox.Platform
+		secrets  []string
+		benv     breakEnv
+		err      error
+	)
+	if t.cloud != nil {
+		var wrap func(http.RoundTripper) http.RoundTripper
+		if b := t.breakage; b != nil && b.transport != nil {
+			wrap = b.transport
+		}
+		if platform, err = t.cloud.newPlatform(wrap, referenceUserAgent); err != nil {
+			return err
+		}
+		secrets = t.cloud.serverSecrets(platform)
+		pc, _ := platform.Provider(sandbox.DefaultProviderID)
+		benv = breakEnv{rt: http.DefaultTransport, apiURL: pc.APIURL, apiKey: t.cloud.getenv(sandbox.EnvAPIKey)}
+	} else {
+		env := map[string]string{
+			sandbox.EnvAPIKey: t.hub.apiKey,
+			sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test",
+		}
+		var rt http.RoundTripper = t.hub
+		if b := t.breakage; b != nil && b.transport != nil {
+			rt = b.transport(rt)
+		}
+		platform, err = sandbox.NewPlatform(&sandbox.Options{
+			Getenv:     func(k string) string { return env[k] },
+			HTTPClient: &http.Client{Transport: rt},
+			UserAgent:  "sandboxkit-conformance/" + Version,
+		})
+		if err != nil {
+			return fmt.Errorf("conformance: reference server platform: %w", err)
+		}
+		secrets = []string{t.hub.apiKey}
+		benv = breakEnv{rt: rt, apiURL: env[sandbox.EnvAPIURL], apiKey: t.hub.apiKey}
 	}
 	logger := slog.New(slog.NewJSONHandler(&t.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	t.srv, err = server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: []string{t.hub.apiKey}},
-		&server.Options{Name: "sandboxkit-reference"})
+	t.srv, err = server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets},
+		&server.Options{Name: "sandboxkit-reference", Version: Version})
 	if err != nil {
 		return fmt.Errorf("conformance: reference server: %w", err)
 	}
 	if b := t.breakage; b != nil && b.middleware != nil {
-		t.srv.MCPServer().AddReceivingMiddleware(b.middleware(breakEnv{rt: rt, apiURL: env[sandbox.EnvAPIURL], apiKey: t.hub.apiKey}))
+		t.srv.MCPServer().AddReceivingMiddleware(b.middleware(benv))
 	}
 	t.ctx, t.stopctx = context.WithCancel(context.WithoutCancel(ctx))
 	return nil

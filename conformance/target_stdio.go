@@ -12,10 +12,13 @@ import (
 
 // stdioTarget starts the server command once per session (a stdio server
 // serves exactly one session), with the fake hub's location in its
-// environment.
+// environment (or, in cloud mode, the real environment).
 type stdioTarget struct {
 	cfg *Config
-	hub *fakeHub
+	// env is added to the command's environment before ServerEnv: the
+	// fake's location, or nothing in cloud mode (the real environment
+	// passes through).
+	env []string
 	log lockedBuffer
 }
 
@@ -28,14 +31,20 @@ func (t *stdioTarget) start(ctx context.Context) error {
 
 func (t *stdioTarget) command() *exec.Cmd {
 	cmd := exec.Command(t.cfg.ServerCommand[0], t.cfg.ServerCommand[1:]...)
-	cmd.Env = append(append(os.Environ(), t.hub.env()...), t.cfg.ServerEnv...)
+	cmd.Env = append(append(os.Environ(), t.env...), t.cfg.ServerEnv...)
 	cmd.Stderr = &t.log
 	return cmd
 }
 
 func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn, error) {
 	cmd := t.command()
-	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}
+	// The server gets time to destroy its sandboxes after stdin closes
+	// before it is signalled: longer against a real provider.
+	terminate := 5 * time.Second
+	if t.cfg.Cloud {
+		terminate = t.cfg.settle()
+	}
+	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}
 	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		if cmd.Process != nil {

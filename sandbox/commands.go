@@ -70,7 +70,9 @@ type CommandOutput struct {
 // category timeout (deadline) or unavailable (cancellation), and
 // errors.Is(err, ctx.Err()) holds. The daemon is given the timeout plus a
 // grace period as the stream's deadline, so that it ends the command
-// itself should this client go away.
+// itself should this client go away. The daemon must report the command's
+// start within the platform's request timeout ([Options.RequestTimeout]);
+// otherwise Run fails with category timeout at once.
 //
 // Operation: POST /process.Process/Start
 func (e *Envd) Run(ctx context.Context, command string, opts *CommandOptions) (*CommandResult, error) {
@@ -108,7 +110,9 @@ func (e *Envd) Run(ctx context.Context, command string, opts *CommandOptions) (*
 	stop := context.AfterFunc(runCtx, cancelStream)
 	defer stop()
 
-	st, err := e.StartProcess(streamCtx, shellConfig(command, opts.Cwd, opts.Envs, false))
+	st, err := e.openStream(ctx, op, cancelStream, func() (*ProcessStream, error) {
+		return e.StartProcess(streamCtx, shellConfig(command, opts.Cwd, opts.Envs, false))
+	})
 	if err != nil {
 		if ctxErr := runCtx.Err(); ctxErr != nil {
 			return nil, transportError(op, ctxErr)

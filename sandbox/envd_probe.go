@@ -48,14 +48,17 @@ func (t probingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	probe.status = resp.StatusCode
 	switch {
 	case resp.StatusCode != http.StatusOK:
-		body := peekBody(resp, maxErrorBody)
+		body, _ := peekBody(resp, maxErrorBody)
 		var ce struct {
 			Code string `json:"code"`
 		}
 		probe.connectError = mediaType == "application/json" && json.Unmarshal(body, &ce) == nil && ce.Code != ""
 	case mediaType == "application/json":
-		// A unary answer: small, so it can be checked whole.
-		probe.malformed = !json.Valid(peekBody(resp, maxEnvdMessage))
+		// A unary answer: small, so it can be checked whole. One that could
+		// not be read in time (or at all) is not judged here: the call
+		// fails with the read's own error.
+		body, err := peekBody(resp, maxEnvdMessage)
+		probe.malformed = err == nil && !json.Valid(body)
 	case mediaType != "application/connect+json":
 		probe.malformed = true
 	}
@@ -63,14 +66,14 @@ func (t probingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // peekBody reads up to limit bytes of the body and puts them back in front
-// of the rest.
-func peekBody(resp *http.Response, limit int64) []byte {
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+// of the rest. It returns the read's error, if any.
+func peekBody(resp *http.Response, limit int64) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	resp.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
-	return data
+	return data, err
 }
 
 // probedClient wraps an HTTP client so its envd requests fill probes.

@@ -85,6 +85,18 @@ func (p *Platform) call(ctx context.Context, ep endpoint, req apiRequest) (http.
 		_ = json.Unmarshal(data, &ae)
 		return nil, statusError(req.op, resp.StatusCode, ae.ErrorCode)
 	}
+	if req.out == nil && resp.StatusCode != http.StatusNoContent {
+		// A route whose success carries no data, answered with a body: it
+		// must be JSON (an HTML page from a proxy, say, means the platform
+		// did not do it).
+		data, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody+1))
+		if err != nil {
+			return nil, transportError(req.op, err)
+		}
+		if len(bytes.TrimSpace(data)) > 0 && (len(data) > maxErrorBody || !json.Valid(data)) {
+			return nil, &Error{Op: req.op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: "malformed_response"}
+		}
+	}
 	if req.out != nil {
 		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
 		if err != nil {

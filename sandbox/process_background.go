@@ -84,7 +84,8 @@ type Process struct {
 
 // StartBackground starts a shell command line ("/bin/bash -l -c <command>")
 // and returns as soon as the daemon has reported its pid. The command keeps
-// running after ctx ends; ctx bounds only the start. Its output is
+// running after ctx ends; ctx bounds only the start, as does the
+// platform's request timeout ([Options.RequestTimeout]). Its output is
 // collected into bounded buffers until it ends or Close is called.
 //
 // Operation: POST /process.Process/Start
@@ -129,7 +130,7 @@ func (e *Envd) background(ctx context.Context, op string, limit int, open func(c
 	}
 	streamCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
-	st, err := open(streamCtx)
+	st, err := e.openStream(ctx, op, cancel, func() (*ProcessStream, error) { return open(streamCtx) })
 	if !stop() {
 		// ctx ended while the stream was being opened.
 		cancel()

@@ -138,7 +138,7 @@ func StartBackgroundCommand(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Start background command", false, true, false, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
 			return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
 		}
@@ -146,7 +146,7 @@ func StartBackgroundCommand(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
 			Cwd:         a.str("cwd"),
 			Envs:        a.strMap("envs"),
@@ -198,7 +198,7 @@ func GetBackgroundCommand(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Get background command", true, false, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		c, ok := sess.command(a.str("command_id"))
 		if !ok {
 			return nil, unknownCommandError() // BG-4
@@ -209,7 +209,7 @@ func GetBackgroundCommand(deps *Deps) Tool {
 				return nil, invalidField("cursor")
 			}
 		}
-		defer renew(ctx, deps, sess, c.target)
+		defer func() { renew(ctx, deps, sess, c.target, err) }()
 		o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
 		if err != nil {
 			return nil, toFieldError(err, "cursor")
@@ -263,7 +263,7 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Kill background command", false, true, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		c, ok := sess.command(a.str("command_id"))
 		if !ok {
 			return nil, unknownCommandError() // BG-3, BG-4
@@ -272,7 +272,7 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		if a.str("signal") == string(sandbox.SIGKILL) {
 			sig = sandbox.SIGKILL
 		}
-		defer renew(ctx, deps, sess, c.target)
+		defer func() { renew(ctx, deps, sess, c.target, err) }()
 		if !c.finished() {
 			if err := c.process.Kill(ctx, sig); err != nil {
 				return nil, err

@@ -48,9 +48,21 @@ type Limits struct {
 	// BackgroundCommands caps the background commands one session may keep.
 	// Default [DefaultBackgroundCommands].
 	BackgroundCommands int
-	// DestroyTimeout bounds each close-time destroy. Default
+	// FileTimeout bounds each file operation a tool makes in a sandbox
+	// (read_file, write_file, list_files, upload_file, download_file and
+	// run_code's source file): the daemon's /files routes have no bound of
+	// their own. Default [DefaultFileTimeout].
+	FileTimeout time.Duration
+	// DestroyTimeout bounds each attempt of a close-time destroy. Default
 	// [DefaultDestroyTimeout].
 	DestroyTimeout time.Duration
+	// DestroyRetryFor is how long a close-time destroy that fails (the
+	// provider is down, slow or rate limiting) is retried, with exponential
+	// backoff, before the sandbox is reported as not destroyed (see
+	// [Server.Unresolved]). The same bound applies to finding a sandbox
+	// whose create request failed without a definite answer. Default
+	// [DefaultDestroyRetryFor]; negative means a single attempt.
+	DestroyRetryFor time.Duration
 	// DestroyConcurrency is how many close-time destroys run at once, across
 	// the whole server. Default [DefaultDestroyConcurrency].
 	DestroyConcurrency int
@@ -63,7 +75,9 @@ const (
 	DefaultTransferBytes         = 16 << 20
 	DefaultBackgroundBufferBytes = 1 << 20
 	DefaultBackgroundCommands    = 64
+	DefaultFileTimeout           = 5 * time.Minute
 	DefaultDestroyTimeout        = 30 * time.Second
+	DefaultDestroyRetryFor       = 2 * time.Minute
 	DefaultDestroyConcurrency    = 8
 )
 
@@ -84,8 +98,17 @@ func (l Limits) withDefaults() Limits {
 	if l.BackgroundCommands <= 0 {
 		l.BackgroundCommands = DefaultBackgroundCommands
 	}
+	if l.FileTimeout <= 0 {
+		l.FileTimeout = DefaultFileTimeout
+	}
 	if l.DestroyTimeout <= 0 {
 		l.DestroyTimeout = DefaultDestroyTimeout
+	}
+	switch {
+	case l.DestroyRetryFor == 0:
+		l.DestroyRetryFor = DefaultDestroyRetryFor
+	case l.DestroyRetryFor < 0:
+		l.DestroyRetryFor = -1
 	}
 	if l.DestroyConcurrency <= 0 {
 		l.DestroyConcurrency = DefaultDestroyConcurrency

@@ -22,6 +22,20 @@
 // timeout, or [Server.Shutdown]) every owned sandbox is destroyed and nothing
 // else is (SESSION-1).
 //
+// Nothing is lost to a misbehaving provider. Every provider call is bounded
+// (the platform's request timeout, [Limits.FileTimeout], a command's own
+// timeout), so a provider that hangs or drips gives a timeout tool error. A
+// close-time destroy that fails is retried with backoff for
+// [Limits.DestroyRetryFor]; every create carries a [CreateTagKey] metadata
+// value, and when its answer is lost the sandbox it may have made is found
+// and destroyed; whatever still cannot be destroyed is logged at error level
+// with its ID and listed by [Server.Unresolved], and [Server.Shutdown]
+// reports it.
+//
+// Over HTTP, [HTTPOptions] caps live sessions (in all and per client),
+// bounds request bodies, and cuts off clients that send or read too slowly;
+// [Server.HTTPServer] adds the connection-level bounds.
+//
 // The same [Server] serves stdio ([Server.RunStdio]) and Streamable HTTP
 // ([Server.HTTPHandler]) with one *mcp.Server, so tools/list and results are
 // identical over both (TOOLS-2).

@@ -94,12 +94,12 @@ func RunCommand(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 		Annotations:  annotations("Run command", false, true, false, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
 			Cwd:     a.str("cwd"),
 			Envs:    a.strMap("envs"),
@@ -142,7 +142,7 @@ func RunCode(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 		Annotations:  annotations("Run code", false, true, false, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		lang := a.str("language")
 		if lang == "" {
 			lang = "python"
@@ -155,9 +155,12 @@ func RunCode(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		file := "/tmp/sandboxkit-code-" + randomHex(8) + ext
-		if _, err := r.envd.WriteText(ctx, file, a.str("code")); err != nil {
+		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
+		_, err = r.envd.WriteText(fctx, file, a.str("code"))
+		cancel()
+		if err != nil {
 			return nil, err
 		}
 		command := program + " " + file + "; __sbk_rc=$?; rm -f " + file + "; exit $__sbk_rc"

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -16,9 +15,6 @@ const (
 	defaultListDepth = 1
 	maxListDepth     = 10
 	maxListEntries   = 10000
-	// fileOpTimeout bounds one file operation; the daemon's /files routes
-	// have no timeout of their own.
-	fileOpTimeout = 5 * time.Minute
 )
 
 func pathArg(desc string) *jsonschema.Schema {
@@ -45,14 +41,14 @@ func ReadFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Read file", true, false, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
 		defer cancel()
 		data, truncated, err := r.envd.ReadFile(fctx, path, int64(deps.Limits.ReadFileBytes))
 		if err != nil {
@@ -94,7 +90,7 @@ func WriteFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Write file", false, true, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		content := a.str("content")
 		if len(content) > deps.Limits.TransferBytes {
 			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "content", Recovery: sandbox.InvalidArgument.Recovery()}
@@ -103,9 +99,9 @@ func WriteFile(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
 		defer cancel()
 		info, err := r.envd.WriteText(fctx, path, content)
 		if err != nil {
@@ -154,13 +150,13 @@ func ListFiles(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("List files", true, false, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
-		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		defer func() { renew(ctx, deps, sess, r, err) }()
+		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
 		defer cancel()
 		infos, err := r.envd.ListDir(fctx, a.str("path"), int(a.integer("depth", defaultListDepth)))
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -55,6 +56,13 @@ type harnessOptions struct {
 	config *sandbox.Config
 	// noDaemon gives sandboxes no in-sandbox daemon (envd answers 502).
 	noDaemon bool
+	// requestTimeout is the platform's request timeout (0: the SDK's).
+	requestTimeout time.Duration
+	// transport wraps the fake's in-process round tripper.
+	transport func(http.RoundTripper) http.RoundTripper
+	// unresolved: the test leaves sandboxes the server could not destroy,
+	// so Shutdown reports them.
+	unresolved bool
 }
 
 func newHarness(t *testing.T, o *harnessOptions) *harness {
@@ -78,10 +86,15 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 		sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test",
 		"OTHER_API_KEY":   fp.APIKey(),
 	}
+	hc := fp.HTTPClient()
+	if o.transport != nil {
+		hc = &http.Client{Transport: o.transport(fp.RoundTripper())}
+	}
 	p, err := sandbox.NewPlatform(&sandbox.Options{
-		Config:     o.config,
-		Getenv:     func(k string) string { return env[k] },
-		HTTPClient: fp.HTTPClient(),
+		Config:         o.config,
+		Getenv:         func(k string) string { return env[k] },
+		HTTPClient:     hc,
+		RequestTimeout: o.requestTimeout,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +109,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
+		if err := srv.Shutdown(ctx); err != nil && !o.unresolved {
 			t.Errorf("Shutdown: %v", err)
 		}
 		// ERR-3, META-4: no log line carries a canary, the API key, or a URL.

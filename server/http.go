@@ -3,9 +3,12 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -19,9 +22,22 @@ const (
 	HealthPath = "/healthz"
 )
 
-// DefaultSessionTimeout is how long an HTTP session may stay idle before it
-// is closed and its sandboxes destroyed.
-const DefaultSessionTimeout = 30 * time.Minute
+// Defaults of [HTTPOptions].
+const (
+	// DefaultSessionTimeout is how long an HTTP session may stay idle
+	// before it is closed and its sandboxes destroyed.
+	DefaultSessionTimeout = 30 * time.Minute
+	// DefaultMaxSessions is how many Streamable HTTP sessions may be live at
+	// once.
+	DefaultMaxSessions = 1000
+	// DefaultReadTimeout bounds reading one request's headers, and its body.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultWriteTimeout bounds each write of a response to a client.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultConnIdleTimeout closes a keep-alive connection idle this long
+	// (see [Server.HTTPServer]).
+	DefaultConnIdleTimeout = 2 * time.Minute
+)
 
 // HTTPOptions configures [Server.HTTPHandler]. A nil *HTTPOptions selects
 // every default.
@@ -37,6 +53,70 @@ type HTTPOptions struct {
 	// MaxRequestBodyBytes bounds a request body (413 beyond). Zero means
 	// room for the largest upload_file call.
 	MaxRequestBodyBytes int64
+	// MaxSessions caps the Streamable HTTP sessions live at once; a request
+	// that would open one more is refused with 503 and a JSON-RPC error
+	// saying so. Zero means [DefaultMaxSessions]; negative means no cap.
+	MaxSessions int
+	// MaxSessionsPerClient caps the live sessions of one client (one remote
+	// IP address); beyond it a new session is refused with 429. Zero or
+	// negative means no cap beyond MaxSessions.
+	MaxSessionsPerClient int
+	// ReadTimeout bounds reading a request's body (and, in
+	// [Server.HTTPServer], its headers): a client that sends slower is cut
+	// off. Zero means [DefaultReadTimeout]; negative means no bound.
+	ReadTimeout time.Duration
+	// WriteTimeout bounds each write of a response: a client that stops
+	// reading is cut off, so a stalled connection cannot hold a call's
+	// result or the server's memory. It does not bound how long a tool
+	// call or an idle event stream lasts. Zero means [DefaultWriteTimeout];
+	// negative means no bound.
+	WriteTimeout time.Duration
+}
+
+// withDefaults returns a copy of o with defaults filled in.
+func (o *HTTPOptions) withDefaults(l Limits) HTTPOptions {
+	c := HTTPOptions{}
+	if o != nil {
+		c = *o
+	}
+	switch {
+	case c.SessionTimeout == 0:
+		c.SessionTimeout = DefaultSessionTimeout
+	case c.SessionTimeout < 0:
+		c.SessionTimeout = 0 // the SDK's "never"
+	}
+	if c.MaxRequestBodyBytes == 0 {
+		c.MaxRequestBodyBytes = int64(maxMessageBytes(l))
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	return c
+}
+
+// HTTPServer returns an *http.Server that serves [Server.HTTPHandler] with
+// the connection-level bounds that a handler cannot set itself: request
+// headers must arrive within ReadTimeout (a client that trickles them is
+// cut off), header blocks are limited to 64 KiB, and keep-alive
+// connections idle for [DefaultConnIdleTimeout] are closed. Set its Addr,
+// or pass it a listener.
+func (s *Server) HTTPServer(opts *HTTPOptions) *http.Server {
+	o := opts.withDefaults(s.deps.Limits)
+	hs := &http.Server{
+		Handler:        s.HTTPHandler(opts),
+		IdleTimeout:    DefaultConnIdleTimeout,
+		MaxHeaderBytes: 64 << 10,
+	}
+	if o.ReadTimeout > 0 {
+		hs.ReadHeaderTimeout = o.ReadTimeout
+	}
+	return hs
 }
 
 // HTTPHandler returns the Streamable HTTP handler (at [MCPPath]) and the
@@ -44,31 +124,18 @@ type HTTPOptions struct {
 // (TOOLS-2). DNS-rebinding protection stays on: a request that arrives on a
 // loopback address with a non-loopback Host header is refused.
 func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
-	if opts == nil {
-		opts = &HTTPOptions{}
-	}
-	timeout := opts.SessionTimeout
-	switch {
-	case timeout == 0:
-		timeout = DefaultSessionTimeout
-	case timeout < 0:
-		timeout = 0
-	}
-	maxBody := opts.MaxRequestBodyBytes
-	if maxBody == 0 {
-		maxBody = int64(maxMessageBytes(s.deps.Limits))
-	}
+	o := opts.withDefaults(s.deps.Limits)
 	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:              s.sdkLogger,
-		SessionTimeout:      timeout,
-		MaxRequestBodyBytes: maxBody,
+		SessionTimeout:      o.SessionTimeout,
+		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
 	})
 	var tokenSum [sha256.Size]byte
-	if opts.Token != "" {
-		tokenSum = sha256.Sum256([]byte(opts.Token))
+	if o.Token != "" {
+		tokenSum = sha256.Sum256([]byte(o.Token))
 	}
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if opts.Token == "" {
+		if o.Token == "" {
 			if !arrivedOnLoopback(r) {
 				http.Error(w, "Forbidden: this server accepts only loopback connections without a token", http.StatusForbidden)
 				return
@@ -78,8 +145,26 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if r.Method == http.MethodDelete {
+		w, r, done := s.slowClientBounds(w, r, o)
+		defer done()
+		switch {
+		case r.Method == http.MethodDelete:
 			s.endHTTPSession(r.Header.Get("Mcp-Session-Id"))
+		case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
+			// A POST without a session ID opens a session: count it
+			// against the caps from now until it ends.
+			client := clientKey(r)
+			ok, perClient := s.reg.reserveHTTP(client, o.MaxSessions, o.MaxSessionsPerClient)
+			if !ok {
+				s.refuseSession(w, perClient, o)
+				return
+			}
+			defer s.reg.releaseHTTP(client)
+			streamable.ServeHTTP(w, r)
+			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
+				s.reg.bindHTTP(id, client)
+			}
+			return
 		}
 		streamable.ServeHTTP(w, r)
 	})
@@ -90,6 +175,36 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// refuseSession answers a request that would open a session beyond a cap:
+// 429 (this client's cap) or 503 (the server's), with a JSON-RPC error
+// that says which cap and what to do.
+func (s *Server) refuseSession(w http.ResponseWriter, perClient bool, o HTTPOptions) {
+	status, msg := http.StatusServiceUnavailable,
+		"too many live sessions on this server (limit "+itoa(o.MaxSessions)+"); retry later"
+	if perClient {
+		status, msg = http.StatusTooManyRequests,
+			"too many live sessions from this client (limit "+itoa(o.MaxSessionsPerClient)+
+				"); end one with HTTP DELETE, or wait for an idle one to time out"
+	}
+	s.deps.Logger.Warn("new HTTP session refused", "status", status)
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32000, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "5")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// clientKey identifies the client of a request for the per-client session
+// cap: its remote IP address.
+func clientKey(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }
 
 // endHTTPSession closes our record of the session an authenticated DELETE
@@ -148,3 +263,87 @@ func IsLoopbackAddr(addr string) bool {
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
+
+// writeChunk is the largest piece of a response written under one write
+// deadline: a client must take this much every WriteTimeout.
+const writeChunk = 64 << 10
+
+// slowClientBounds applies ReadTimeout to reading the request's body and
+// WriteTimeout to each write of the response, through the connection's
+// deadlines. The returned done must be called when the handler returns.
+func (s *Server) slowClientBounds(w http.ResponseWriter, r *http.Request, o HTTPOptions) (http.ResponseWriter, *http.Request, func()) {
+	rc := http.NewResponseController(w)
+	if o.ReadTimeout > 0 && r.Body != nil && r.Body != http.NoBody {
+		if rc.SetReadDeadline(time.Now().Add(o.ReadTimeout)) == nil {
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+	}
+	if o.WriteTimeout > 0 {
+		// A deadline left by an earlier request on this connection must
+		// not cut this one's first write.
+		_ = rc.SetWriteDeadline(time.Time{})
+		w = &deadlineWriter{ResponseWriter: w, rc: rc, d: o.WriteTimeout}
+	}
+	return w, r, func() {
+		// A body left unread keeps its deadline: the HTTP server may
+		// still read (and discard) it, and a stalled client must not
+		// hold that read.
+		if o.WriteTimeout > 0 {
+			// Room for what the HTTP server writes after the handler.
+			_ = rc.SetWriteDeadline(time.Now().Add(o.WriteTimeout))
+		}
+	}
+}
+
+// deadlineBody clears the read deadline once the body has been read to its
+// end, so that it cannot fire while a long call is being answered (the
+// HTTP server then watches the idle connection for the client going away).
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	once sync.Once
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF {
+		b.once.Do(func() { _ = b.rc.SetReadDeadline(time.Time{}) })
+	}
+	return n, err
+}
+
+// deadlineWriter sets a write deadline before each piece of the response,
+// so that a client that stops reading is cut off after WriteTimeout, while
+// a stream that is merely quiet is not.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	written := 0
+	for len(p) > 0 {
+		n := min(len(p), writeChunk)
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+		m, err := w.ResponseWriter.Write(p[:n])
+		written += m
+		if err != nil {
+			return written, err
+		}
+		p = p[n:]
+	}
+	return written, nil
+}
+
+// FlushError flushes under a fresh write deadline.
+func (w *deadlineWriter) FlushError() error {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.rc.Flush()
+}
+
+// Flush is FlushError for callers that use http.Flusher.
+func (w *deadlineWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -78,16 +78,6 @@ func target(p *sandbox.Platform, sess *session, a args) (string, error) {
 	return id, nil
 }
 
-// killNow destroys a sandbox that was created for a session that closed
-// before it could be adopted: it is that sandbox's close-time destroy.
-func killNow(d *Deps, h *sandbox.Sandbox) {
-	ctx, cancel := context.WithTimeout(context.Background(), d.Limits.DestroyTimeout)
-	defer cancel()
-	if err := h.Kill(ctx); err != nil && !isNotFound(err) {
-		d.Logger.Warn("late sandbox destroy failed", "category", string(sandbox.CategoryOf(err)))
-	}
-}
-
 // ListSandboxes is list_sandboxes (LIST-1..6): one page of the sandboxes the
 // configured account can see, through the SDK's List. It never creates,
 // selects or adopts a sandbox (LIST-2).
@@ -231,10 +221,17 @@ func CreateSandbox(deps *Deps) Tool {
 // createOwned creates a sandbox and adopts it as owned and default
 // (CREATE-5). The create itself is not cancelled when the session closes
 // (a cancelled create could leave a sandbox nobody knows); a sandbox whose
-// session closed meanwhile is destroyed at once.
+// session closed meanwhile is destroyed at once. Every create carries a
+// fresh [CreateTagKey] metadata value: when the create fails without a
+// definite answer, the sandboxes carrying it are found and destroyed.
 func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
+	tag := createTagValue()
+	opts.Metadata = map[string]string{CreateTagKey: tag}
 	h, err := deps.Platform.Create(context.WithoutCancel(ctx), opts)
 	if err != nil {
+		if ambiguousCreate(err) {
+			checkLostCreate(deps, sess, tag, opts)
+		}
 		return nil, err
 	}
 	renewal := opts.Timeout
@@ -243,10 +240,39 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 	}
 	o, ok := sess.adopt(h.ID(), h, renewal)
 	if !ok {
-		killNow(deps, h)
+		job := ownedJob(sess.seq, h)
+		if sess.reg != nil {
+			sess.reg.startCleanup(job)
+		} else {
+			dctx, cancel := context.WithTimeout(context.Background(), deps.Limits.DestroyTimeout)
+			_ = job.kill(dctx)
+			cancel()
+		}
 		return nil, sessionClosedError()
 	}
 	return o, nil
+}
+
+// checkLostCreate starts looking, in the background, for a sandbox that a
+// create which failed without a definite answer may have left, and
+// destroys what it finds. It is tracked like a close-time destroy.
+func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.CreateOptions) {
+	if sess.reg == nil {
+		return
+	}
+	list := &sandbox.ListOptions{Provider: opts.Provider, Region: opts.Region, Metadata: map[string]string{CreateTagKey: tag}}
+	job := &cleanupJob{session: sess.seq, tag: tag, find: func(ctx context.Context) ([]string, error) {
+		infos, err := deps.Platform.List(ctx, list)
+		if err != nil {
+			return nil, err
+		}
+		ids := make([]string, 0, len(infos))
+		for _, in := range infos {
+			ids = append(ids, in.SandboxID)
+		}
+		return ids, nil
+	}}
+	sess.reg.startCleanup(job)
 }
 
 // SetSandboxTimeout is set_sandbox_timeout (TIMEOUT-1..7). For an owned
@@ -328,7 +354,7 @@ func KillSandbox(deps *Deps) Tool {
 		if o, ok := sess.ownedByID(id); ok {
 			err := o.handle.Kill(ctx)
 			if err == nil || isNotFound(err) {
-				sess.disown(id, o)
+				sess.disown(id, o, err != nil)
 			}
 			if err != nil {
 				return nil, err

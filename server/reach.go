@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
@@ -80,9 +81,12 @@ func reachDefault(sess *session) (*reached, bool) {
 // before the tool returns (RENEW-1). External sandboxes are never renewed
 // (RENEW-2), and nothing is renewed once the session has closed or the
 // sandbox is no longer owned (TIMEOUT-5). A failed renewal is logged, not
-// reported: the tool's own work has been done.
-func renew(ctx context.Context, d *Deps, sess *session, r *reached) {
-	if r == nil || r.owned == nil {
+// reported: the tool's own work has been done. toolErr is the tool's own
+// outcome: when the provider did not answer it at all (no response before
+// the deadline, or the connection failed), the renewal is skipped, since it
+// would only double the time the tool takes to report the outage.
+func renew(ctx context.Context, d *Deps, sess *session, r *reached, toolErr error) {
+	if r == nil || r.owned == nil || unanswered(toolErr) {
 		return
 	}
 	n, ok := sess.renewalOf(r.id, r.owned)
@@ -92,4 +96,14 @@ func renew(ctx context.Context, d *Deps, sess *session, r *reached) {
 	if err := r.owned.handle.SetTimeout(ctx, n); err != nil {
 		d.Logger.Warn("renewal failed", "session", sess.seq, "category", string(sandbox.CategoryOf(err)))
 	}
+}
+
+// unanswered reports whether err is a provider call that got no answer:
+// a timeout or connection failure without an HTTP status.
+func unanswered(err error) bool {
+	var se *sandbox.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.HTTPStatus == 0 && (se.Category == sandbox.Timeout || se.Category == sandbox.Unavailable)
 }

@@ -171,7 +171,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = s.reg.cleanups.wait(ctx)
 	}
 	if err != nil {
-		return fmt.Errorf("server: shutdown: %w", err)
+		// Give up: every destroy still waiting to retry reports itself
+		// unresolved; those in flight are named here.
+		pending := s.reg.pendingCleanups()
+		s.reg.abandon()
+		for _, p := range pending {
+			s.deps.Logger.Error("shutdown ended before a sandbox was destroyed", "sandbox", p)
+		}
+		return fmt.Errorf("server: shutdown: %w (%d sandbox destroys unfinished)", err, len(pending))
+	}
+	if u := s.Unresolved(); len(u) > 0 {
+		return fmt.Errorf("server: shutdown: %d sandboxes could not be destroyed (listed in the log)", len(u))
 	}
 	return nil
 }
@@ -194,7 +204,8 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 		err = <-waitErr
 	}
 	s.reg.end(sess)
-	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.Limits.DestroyTimeout+s.deps.Limits.DestroyTimeout/2)
+	l := s.deps.Limits
+	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.DestroyRetryFor, 0)+l.DestroyTimeout+l.DestroyTimeout/2)
 	defer cancel()
 	if cerr := s.reg.cleanups.wait(cleanupCtx); cerr != nil {
 		s.deps.Logger.Warn("cleanup did not finish", "error", cerr.Error())

@@ -25,6 +25,12 @@ type ownedSandbox struct {
 // default (TIMEOUT-5).
 type session struct {
 	seq uint64 // for logs only; never the Mcp-Session-Id
+	// reg is the registry that destroys what the session leaves; nil only
+	// in unit tests of a bare session.
+	reg *registry
+	// client is the remote address of an HTTP session, for the per-client
+	// cap; "" for other transports. Guarded by reg.mu.
+	client string
 
 	// create serialises implicit creation of the default sandbox, so that
 	// concurrent calls without a default create one sandbox, not several.
@@ -43,6 +49,10 @@ type session struct {
 	owned     map[string]*ownedSandbox
 	commands  map[string]*bgCommand
 	nextCmd   uint64
+	// gone are owned sandboxes whose kill the platform answered with 404:
+	// no longer used, but destroyed again at close in case the answer was
+	// wrong (a destroy of a sandbox that is gone is harmless).
+	gone []*ownedSandbox
 }
 
 func newSession(seq uint64) *session {
@@ -119,12 +129,17 @@ func (s *session) renewalOf(id string, o *ownedSandbox) (time.Duration, bool) {
 }
 
 // disown forgets an owned sandbox after it was killed (SESSION-3); it clears
-// the default when that sandbox was the default.
-func (s *session) disown(id string, o *ownedSandbox) {
+// the default when that sandbox was the default. When the platform said
+// the sandbox was already gone (404) rather than confirming the kill, the
+// sandbox is still destroyed at close.
+func (s *session) disown(id string, o *ownedSandbox, gone bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.owned[id] == o {
 		delete(s.owned, id)
+		if gone && !s.closed {
+			s.gone = append(s.gone, o)
+		}
 	}
 	if s.defaultID == id {
 		s.defaultID = ""
@@ -145,6 +160,8 @@ func (s *session) close() (owned []*ownedSandbox, cmds []*bgCommand, first bool)
 	for _, o := range s.owned {
 		owned = append(owned, o)
 	}
+	owned = append(owned, s.gone...)
+	s.gone = nil
 	for _, c := range s.commands {
 		cmds = append(cmds, c)
 	}
@@ -157,20 +174,28 @@ func (s *session) close() (owned []*ownedSandbox, cmds []*bgCommand, first bool)
 // registry holds the state of every live session, keyed by the SDK's
 // *mcp.ServerSession (its ID is "" on stdio).
 type registry struct {
-	deps *Deps
-	sem  chan struct{} // bounds close-time destroys across the server
+	deps  *Deps
+	sem   chan struct{} // bounds close-time destroys across the server
+	state *cleanupState
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
 	shutdown bool
 	seq      uint64
+	// Live HTTP sessions (those with a client), per client and in all,
+	// plus the new sessions being set up (see reserveHTTP).
+	httpLive      int
+	clientLive    map[string]int
+	httpPending   int
+	clientPending map[string]int
 
-	cleanups tracker // close-time destroys in flight
+	cleanups tracker // close-time destroys and create checks in flight
 	watchers tracker // one per session, until ss.Wait returns
 }
 
 func newRegistry(deps *Deps) *registry {
-	return &registry{deps: deps, sem: make(chan struct{}, deps.Limits.DestroyConcurrency), sessions: map[*mcp.ServerSession]*session{}}
+	return &registry{deps: deps, sem: make(chan struct{}, deps.Limits.DestroyConcurrency), state: newCleanupState(),
+		sessions: map[*mcp.ServerSession]*session{}, clientLive: map[string]int{}, clientPending: map[string]int{}}
 }
 
 // attach returns the record of ss, creating it on the session's first
@@ -184,6 +209,7 @@ func (r *registry) attach(ss *mcp.ServerSession) *session {
 	}
 	r.seq++
 	s := newSession(r.seq)
+	s.reg = r
 	r.sessions[ss] = s
 	closed := r.shutdown
 	r.watchers.add()
@@ -198,6 +224,12 @@ func (r *registry) attach(ss *mcp.ServerSession) *session {
 		r.end(s)
 		r.mu.Lock()
 		delete(r.sessions, ss)
+		if s.client != "" {
+			r.httpLive--
+			if r.clientLive[s.client]--; r.clientLive[s.client] <= 0 {
+				delete(r.clientLive, s.client)
+			}
+		}
 		r.mu.Unlock()
 	}()
 	return s
@@ -225,31 +257,56 @@ func (r *registry) end(s *session) {
 	}
 	r.deps.Logger.Info("session closed", "session", s.seq, "destroy", len(owned))
 	for _, o := range owned {
-		r.cleanups.add()
-		go func() {
-			defer r.cleanups.done()
-			r.destroy(s.seq, o.handle)
-		}()
+		r.startCleanup(ownedJob(s.seq, o.handle))
 	}
 }
 
-// destroy kills one owned sandbox with its own timeout, at most
-// Limits.DestroyConcurrency at a time. A sandbox already gone is fine.
-func (r *registry) destroy(seq uint64, h *sandbox.Sandbox) {
-	r.sem <- struct{}{}
-	defer func() { <-r.sem }()
-	ctx, cancel := context.WithTimeout(context.Background(), r.deps.Limits.DestroyTimeout)
-	defer cancel()
-	start := r.deps.Now()
-	err := h.Kill(ctx)
-	attrs := []any{"session", seq, "duration", r.deps.Now().Sub(start)}
-	switch {
-	case err == nil:
-		r.deps.Logger.Info("owned sandbox destroyed", attrs...)
-	case isNotFound(err):
-		r.deps.Logger.Info("owned sandbox already gone", attrs...)
-	default:
-		r.deps.Logger.Warn("owned sandbox destroy failed", append(attrs, "category", string(sandbox.CategoryOf(err)))...)
+// ownedJob is the close-time destroy of an owned sandbox.
+func ownedJob(seq uint64, h *sandbox.Sandbox) *cleanupJob {
+	return &cleanupJob{session: seq, id: h.ID(), kill: h.Kill}
+}
+
+// reserveHTTP counts a new HTTP session of client that is being set up,
+// unless that would exceed total live sessions in all or perClient for
+// the client (a limit <= 0 is no limit). It reports which limit refused.
+func (r *registry) reserveHTTP(client string, total, perClient int) (ok bool, clientLimit bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if perClient > 0 && r.clientLive[client]+r.clientPending[client] >= perClient {
+		return false, true
+	}
+	if total > 0 && r.httpLive+r.httpPending >= total {
+		return false, false
+	}
+	r.httpPending++
+	r.clientPending[client]++
+	return true, false
+}
+
+// releaseHTTP ends a reservation of reserveHTTP.
+func (r *registry) releaseHTTP(client string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.httpPending--
+	if r.clientPending[client]--; r.clientPending[client] <= 0 {
+		delete(r.clientPending, client)
+	}
+}
+
+// bindHTTP counts the live session with the Mcp-Session-Id id as one of
+// client's, until it ends. A session that has already ended is not counted.
+func (r *registry) bindHTTP(id, client string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for ss, s := range r.sessions {
+		if ss.ID() == id {
+			if s.client == "" {
+				s.client = client
+				r.httpLive++
+				r.clientLive[client]++
+			}
+			return
+		}
 	}
 }
 

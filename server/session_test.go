@@ -115,17 +115,24 @@ func TestCleanupBoundedAndTimed(t *testing.T) {
 	if got := hang.Hits(); got != 2 {
 		t.Errorf("%d destroys in flight, want the bound 2", got)
 	}
-	// The held destroys give up after DestroyTimeout; the rest then run.
+	// The held destroys give up after DestroyTimeout and are retried
+	// after a backoff; the rest run meanwhile.
 	c.close()
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("cleanup took %v", d)
 	}
 	hang.Release()
-	if got := h.fp.LiveCount(); got != 3 {
-		t.Errorf("%d sandboxes alive, want the 3 whose destroy was held past its timeout", got)
+	if got := h.fp.LiveCount(); got != 0 {
+		t.Errorf("%d sandboxes alive, want every one destroyed on retry", got)
 	}
-	if !strings.Contains(h.logs.String(), "owned sandbox destroy failed") {
+	if got := h.fp.Journal().Count(sandbox.OpKillSandbox); got != 9 {
+		t.Errorf("%d destroy requests, want 6 plus 3 retries", got)
+	}
+	if !strings.Contains(h.logs.String(), "sandbox destroy failed; retrying") {
 		t.Error("failed destroys not logged")
+	}
+	if u := h.srv.Unresolved(); len(u) != 0 {
+		t.Errorf("unresolved %v", u)
 	}
 }
 

@@ -6,7 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"regexp"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,11 +18,11 @@ import (
 // the end, no whitespace (Go's decoder would skip newlines).
 const base64Pattern = `^[A-Za-z0-9+/]*={0,2}$`
 
-var regexpBase64 = regexp.MustCompile(base64Pattern)
-
-// decodeBase64 decodes strict standard base64 (BIN-1).
+// decodeBase64 decodes strict standard base64 (BIN-1). The strict decoder
+// rejects every character outside the alphabet and padding anywhere but at
+// the end, except line breaks, which it skips: those are refused here.
 func decodeBase64(s string) ([]byte, bool) {
-	if len(s)%4 != 0 || !regexpBase64.MatchString(s) {
+	if len(s)%4 != 0 || strings.ContainsAny(s, "\r\n") {
 		return nil, false
 	}
 	data, err := base64.StdEncoding.Strict().DecodeString(s)
@@ -60,7 +60,7 @@ func UploadFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Upload file", false, true, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		data, ok := decodeBase64(a.str("data_base64")) // validated before any call (VAL-7)
 		if !ok {
 			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeBadBase64, Field: "data_base64", Recovery: sandbox.InvalidArgument.Recovery()}
@@ -72,9 +72,9 @@ func UploadFile(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
 		defer cancel()
 		if _, err := r.envd.Upload(fctx, path, bytes.NewReader(data)); err != nil {
 			return nil, err
@@ -114,14 +114,14 @@ func DownloadFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  annotations("Download file", true, false, true, true),
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
 		if err != nil {
 			return nil, err
 		}
-		defer renew(ctx, deps, sess, r)
+		defer func() { renew(ctx, deps, sess, r, err) }()
 		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, fileOpTimeout)
+		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
 		defer cancel()
 		data, truncated, err := r.envd.ReadFile(fctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
 		if err != nil {

@@ -26,6 +26,9 @@ type conformFlags struct {
 	requireAll  bool
 	callTimeout time.Duration
 	list        bool
+	cloud       bool
+	stateDir    string
+	runID       string
 
 	run conformance.RunOptions
 }
@@ -52,12 +55,25 @@ E2B_DOMAIN and E2B_SANDBOX_URL for the commands it starts. For a server that
 is already running, start it with those variables pointing at a fixed
 --fake-addr and --fake-api-key.
 
+Cloud mode (--cloud) runs the kit against the real provider that the
+environment names instead of the fake: E2B_API_KEY is required (the run
+refuses to start without it), E2B_API_URL, E2B_DOMAIN and E2B_SANDBOX_URL are
+honoured. Only specs that need no fault injection run, plus cloud-only specs
+that cross-check the server against the platform through the kit's own SDK.
+Every sandbox the run creates is recorded in a state file (--state-dir) the
+moment its ID is seen and destroyed at the end, even when specs fail; after
+an interrupted run, "sandboxkit sweep --run ID" destroys what it left.
+
+--evidence-dir DIR writes an evidence bundle of the run (mode cloud or
+loopback) to DIR: check it with "sandboxkit evidence verify DIR".
+
 Examples:
   sandboxkit conform
   sandboxkit conform --server-cmd "python -m my_server" --require-all
   sandboxkit conform --server-cmd "./srv --http 127.0.0.1:9000" --server-url http://127.0.0.1:9000/mcp
   sandboxkit conform --label-filter 'bounds || leakage' --junit-report junit.xml
   sandboxkit conform --list
+  E2B_API_KEY=e2b_... sandboxkit conform --cloud --evidence-dir evidence/records/e2b/2026-12-02
 
 The exit status is 0 when every selected spec passed, 1 otherwise.`,
 		Args: cobra.NoArgs,
@@ -88,6 +104,10 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
 	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
 	fl.BoolVar(&f.list, "list", false, "print the spec catalog (ID, rules, title) and exit")
+	fl.BoolVar(&f.cloud, "cloud", false, "run against the real provider named by the environment (E2B_API_KEY required); creates real sandboxes")
+	fl.StringVar(&f.run.EvidenceDir, "evidence-dir", "", "write the run's evidence bundle to this directory (must not exist or be empty)")
+	fl.StringVar(&f.stateDir, "state-dir", "", "directory of cloud runs' state files (default $XDG_STATE_HOME/sandboxkit/runs)")
+	fl.StringVar(&f.runID, "run-id", "", "name of the run in its state file and evidence (default: time and a random suffix)")
 	fl.StringVar(&f.run.LabelFilter, "label-filter", "", "Ginkgo label query over families, rule IDs and spec IDs, e.g. 'bounds && !LIST-3'")
 	fl.StringArrayVar(&f.run.Focus, "focus", nil, "run only specs whose text matches this regular expression (repeatable)")
 	fl.StringArrayVar(&f.run.Skip, "skip", nil, "skip specs whose text matches this regular expression (repeatable)")
@@ -126,6 +146,9 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.FakeAPIKey = f.fakeAPIKey
 	cfg.RequireAll = f.requireAll
 	cfg.CallTimeout = f.callTimeout
+	cfg.Cloud = f.cloud
+	cfg.StateDir = f.stateDir
+	cfg.RunID = f.runID
 	if f.toolMap != "" {
 		data, err := os.ReadFile(f.toolMap)
 		if err != nil {
@@ -134,6 +157,9 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 		if err := json.Unmarshal(data, &cfg.ToolNames); err != nil {
 			return nil, fmt.Errorf("--tool-map: %s is not a JSON object of names: %w", f.toolMap, err)
 		}
+	}
+	if f.cloud && (f.fakeAPIKey != "" || f.fakeAddr != "127.0.0.1:0") {
+		return nil, fmt.Errorf("--cloud uses no fake provider: drop --fake-addr and --fake-api-key")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -146,7 +172,14 @@ func printCatalog(cmd *cobra.Command) error {
 	w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "ID\tFAMILY\tRULES\tTITLE")
 	for _, s := range conformance.Specs() {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.ID, s.Family, strings.Join(s.Rules, ","), s.Title)
+		title := s.Title
+		switch {
+		case s.NeedsFake:
+			title += " [needs-fake]"
+		case s.CloudOnly:
+			title += " [cloud-only]"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.ID, s.Family, strings.Join(s.Rules, ","), title)
 	}
 	return w.Flush()
 }

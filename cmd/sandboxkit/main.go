@@ -42,5 +42,7 @@ server and an in-memory fake provider to run them against.`,
 	root.AddCommand(newFakeProviderCommand())
 	root.AddCommand(newConformCommand())
 	root.AddCommand(newServeCommand())
+	root.AddCommand(newEvidenceCommand())
+	root.AddCommand(newSweepCommand())
 	return root
 }

@@ -31,6 +31,14 @@ type serveConfig struct {
 	tokenEnv       string
 	maxBodyBytes   int64
 	shutdownWait   time.Duration
+
+	providerTimeout time.Duration
+	fileTimeout     time.Duration
+	destroyRetry    time.Duration
+	maxSessions     int
+	maxPerClient    int
+	readTimeout     time.Duration
+	writeTimeout    time.Duration
 }
 
 // newServeCommand runs the reference MCP server.
@@ -62,12 +70,31 @@ sandboxes it creates. When the session ends (end of stdin, HTTP DELETE, HTTP
 idle timeout, or server shutdown on SIGINT/SIGTERM) every sandbox it owns is
 destroyed, and no other sandbox is touched.
 
+Provider outages. Every control-plane request, and every in-sandbox request
+that has no longer bound of its own, must be answered within
+--provider-timeout; file transfers within --file-timeout; a command within its
+own timeout. A provider that hangs, or answers a byte at a time, gives the
+tool a timeout error. A close-time destroy that fails is retried with backoff
+for --destroy-retry; a create whose answer is lost is followed by a search for
+the sandbox it may have made (every sandbox carries the metadata tag
+sandboxkit_create), which is then destroyed. A sandbox that still could not be
+destroyed is logged at error level with its ID ("sandbox NOT destroyed"), and
+the command exits with status 1 after naming how many.
+
 HTTP security. The listen address should be a loopback address
 (127.0.0.1:8080, [::1]:8080, localhost:8080). A non-loopback address is
 accepted only when a bearer token is set in the environment variable named by
 --token-env (default ` + serveDefaultTokenEnv + `); clients then send
 "Authorization: Bearer <token>". DNS-rebinding protection and cross-origin
 protection are always on, and request bodies are limited.
+
+HTTP limits. At most --max-sessions sessions are live at once (beyond: 503),
+and at most --max-sessions-per-client from one client IP address (beyond:
+429); both answers carry a JSON-RPC error saying which limit was hit. A client
+must send a request's headers and body within --read-timeout, and take each
+piece of a response within --write-timeout; a client that stalls is cut off
+without affecting its session. Keep-alive connections idle for 2 minutes are
+closed.
 
 Examples:
 
@@ -90,7 +117,47 @@ Examples:
 	f.StringVar(&cfg.tokenEnv, "token-env", serveDefaultTokenEnv, "environment variable holding the HTTP bearer token (required for a non-loopback --http address)")
 	f.Int64Var(&cfg.maxBodyBytes, "max-request-bytes", 0, "largest HTTP request body accepted (0: room for the largest upload)")
 	f.DurationVar(&cfg.shutdownWait, "shutdown-timeout", 60*time.Second, "how long shutdown waits for owned sandboxes to be destroyed")
+	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest wait for the provider to answer one request (control plane, and in-sandbox calls without a bound of their own)")
+	f.DurationVar(&cfg.fileTimeout, "file-timeout", server.DefaultFileTimeout, "longest one file operation in a sandbox may take (read, write, list, upload, download)")
+	f.DurationVar(&cfg.destroyRetry, "destroy-retry", server.DefaultDestroyRetryFor, "how long a failed close-time destroy is retried, with backoff, before the sandbox is reported as not destroyed (0: no retry)")
+	f.IntVar(&cfg.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live HTTP sessions at once; beyond, a new session gets 503 (0: no cap)")
+	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", 0, "most live HTTP sessions from one client IP address; beyond, a new session gets 429 (0: no cap but --max-sessions)")
+	f.DurationVar(&cfg.readTimeout, "read-timeout", server.DefaultReadTimeout, "longest an HTTP client may take to send a request's headers, and its body (0: no bound)")
+	f.DurationVar(&cfg.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "longest an HTTP client may take to accept each piece of a response (0: no bound)")
 	return cmd
+}
+
+// serveLimits maps the flags onto the server's limits.
+func serveLimits(cfg serveConfig) server.Limits {
+	retry := cfg.destroyRetry
+	if retry == 0 {
+		retry = -1 // a single attempt
+	}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry}
+}
+
+// serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
+// bound") is the option's negative value.
+func serveHTTPOptions(cfg serveConfig, token string) *server.HTTPOptions {
+	neg := func(d time.Duration) time.Duration {
+		if d == 0 {
+			return -1
+		}
+		return d
+	}
+	maxSessions := cfg.maxSessions
+	if maxSessions == 0 {
+		maxSessions = -1
+	}
+	return &server.HTTPOptions{
+		Token:                token,
+		SessionTimeout:       neg(cfg.sessionTimeout),
+		MaxRequestBodyBytes:  cfg.maxBodyBytes,
+		MaxSessions:          maxSessions,
+		MaxSessionsPerClient: cfg.maxPerClient,
+		ReadTimeout:          neg(cfg.readTimeout),
+		WriteTimeout:         neg(cfg.writeTimeout),
+	}
 }
 
 // runServe builds the platform and the server and serves until the
@@ -122,13 +189,13 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		if cfg.configPath != "" {
 			return errors.New("--fake and --config cannot be combined: the fake provider is the only provider")
 		}
-		platform, secrets, cleanup, err = serveFakePlatform()
+		platform, secrets, cleanup, err = serveFakePlatform(cfg.providerTimeout)
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(stderr, "sandboxkit serve: using the embedded in-memory FAKE provider (--fake): no real sandboxes are created")
 	} else {
-		platform, err = serveRealPlatform(cfg.configPath, getenv)
+		platform, err = serveRealPlatform(cfg.configPath, getenv, cfg.providerTimeout)
 		if err != nil {
 			return err
 		}
@@ -139,20 +206,28 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		secrets = append(secrets, token)
 	}
 
-	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets}, &server.Options{Version: serveVersion()})
+	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg)}, &server.Options{Version: serveVersion()})
 	if err != nil {
 		return err
 	}
 	if cfg.httpAddr == "" {
 		logger.Info("serving MCP on stdio")
-		return srv.RunStdio(ctx)
+		err := srv.RunStdio(ctx)
+		// The session's destroys have finished (or been given up on):
+		// report any sandbox that could not be destroyed.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownWait)
+		defer cancel()
+		if serr := srv.Shutdown(sctx); serr != nil && err == nil {
+			err = serr
+		}
+		return err
 	}
 	return serveStreamableHTTP(ctx, srv, cfg, token, logger)
 }
 
 // serveRealPlatform builds the platform from the environment and the optional
 // config file, and refuses to start without any credential.
-func serveRealPlatform(configPath string, getenv func(string) string) (*sandbox.Platform, error) {
+func serveRealPlatform(configPath string, getenv func(string) string, requestTimeout time.Duration) (*sandbox.Platform, error) {
 	var pc *sandbox.Config
 	if configPath != "" {
 		c, err := sandbox.LoadConfig(configPath)
@@ -161,7 +236,7 @@ func serveRealPlatform(configPath string, getenv func(string) string) (*sandbox.
 		}
 		pc = c
 	}
-	p, err := sandbox.NewPlatform(&sandbox.Options{Config: pc, Getenv: getenv, UserAgent: "sandboxkit/" + serveVersion()})
+	p, err := sandbox.NewPlatform(&sandbox.Options{Config: pc, Getenv: getenv, UserAgent: "sandboxkit/" + serveVersion(), RequestTimeout: requestTimeout})
 	if err != nil {
 		return nil, err
 	}
@@ -196,15 +271,8 @@ func serveOtherKeys(names []string) string {
 // serveStreamableHTTP serves Streamable HTTP until ctx is cancelled, then shuts the
 // MCP server down (destroying owned sandboxes) and the HTTP server.
 func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfig, token string, logger *slog.Logger) error {
-	timeout := cfg.sessionTimeout
-	if timeout == 0 {
-		timeout = -1 // never
-	}
-	hs := &http.Server{
-		Handler:           srv.HTTPHandler(&server.HTTPOptions{Token: token, SessionTimeout: timeout, MaxRequestBodyBytes: cfg.maxBodyBytes}),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	hs := srv.HTTPServer(serveHTTPOptions(cfg, token))
+	hs.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddr, err)
@@ -219,7 +287,8 @@ func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfi
 	}
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.shutdownWait)
 	defer cancel()
-	if serr := srv.Shutdown(sctx); serr != nil {
+	serr := srv.Shutdown(sctx)
+	if serr != nil {
 		logger.Warn("MCP shutdown incomplete", "error", serr.Error())
 	}
 	if herr := hs.Shutdown(sctx); herr != nil {
@@ -228,7 +297,8 @@ func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfi
 	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	// Sandboxes that could not be destroyed make the exit status 1.
+	return serr
 }
 
 func serveLogLevel(s string) (slog.Level, error) {

@@ -1,0 +1,98 @@
+// Command sandboxkit-soak puts the reference MCP server under load: it
+// serves the server's Streamable HTTP handler on loopback, on an
+// in-process fake provider, and drives many concurrent sessions that make
+// random tool calls and end in random ways (HTTP DELETE, idle timeout, a
+// connection dropped in the middle of a call) for a bounded time. At the
+// end every session must have closed and every sandbox the server created
+// must be destroyed; it prints calls/s, p50/p99 latency, peak RSS,
+// goroutines and heap before and after, and exits with status 1 when a
+// sandbox leaked or the server did not return to its idle state.
+//
+//	go run ./cmd/sandboxkit-soak -sessions 200 -duration 30s
+//	go run ./cmd/sandboxkit-soak -sessions 1000 -duration 60s -end-mix delete=40,idle=30,drop=30 -seed 7
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"syscall"
+
+	"github.com/sandboxkit/sandboxkit/server"
+)
+
+func main() {
+	os.Exit(mainWithArgs(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func mainWithArgs(args []string, stdout, stderr io.Writer) int {
+	cfg := defaultConfig()
+	fs := flag.NewFlagSet("sandboxkit-soak", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mix := fs.String("end-mix", cfg.EndMix.String(), "weights of the ways sessions end: delete (HTTP DELETE), idle (server idle timeout), drop (connection dropped mid-call, then idle)")
+	fs.IntVar(&cfg.Sessions, "sessions", cfg.Sessions, "concurrent sessions; each worker opens a new one when its last ends")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long new sessions are opened")
+	fs.Uint64Var(&cfg.Seed, "seed", 0, "random seed of the call and end mix (0: from the clock; printed)")
+	fs.IntVar(&cfg.MaxCalls, "max-calls", cfg.MaxCalls, "tool calls per session: a random number from 1 to this")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", cfg.IdleTimeout, "the server's session idle timeout, which ends idle and dropped sessions")
+	fs.DurationVar(&cfg.Settle, "settle", cfg.Settle, "how long to wait after the load for every session to close and every sandbox to be destroyed")
+	fs.DurationVar(&cfg.CallTimeout, "call-timeout", cfg.CallTimeout, "client-side bound of one call")
+	fs.Int64Var(&cfg.MaxHeapGrowth, "max-heap-growth", cfg.MaxHeapGrowth, "live heap growth of the idle server (bytes) tolerated after the load")
+	fs.BoolVar(&cfg.Verbose, "v", false, "log the server's info lines too (default: warnings and errors)")
+	fs.IntVar(&cfg.DestroyConcurrency, "destroy-concurrency", 0, "the server's limit on concurrent close-time destroys (0: its default, "+strconv.Itoa(server.DefaultDestroyConcurrency)+")")
+	fs.IntVar(&cfg.Providers, "providers", 1, "fake providers the sessions spread over (one in-process fake each; 1: the default provider only)")
+	fs.StringVar(&cfg.HeapProfile, "heapprofile", "", "write a heap profile of the idle server after the load to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	mutexProfile := fs.String("mutexprofile", "", "write a mutex contention profile of the run to this file")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "sandboxkit-soak:", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(stderr, "sandboxkit-soak:", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if cfg.HeapProfile != "" {
+		runtime.MemProfileRate = 4096
+	}
+	if *mutexProfile != "" {
+		runtime.SetMutexProfileFraction(5)
+		defer func() {
+			if f, err := os.Create(*mutexProfile); err == nil {
+				_ = pprof.Lookup("mutex").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
+	var err error
+	if cfg.EndMix, err = parseEndMix(*mix); err != nil {
+		fmt.Fprintln(stderr, "sandboxkit-soak:", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	rep, err := run(ctx, cfg, stderr)
+	if err != nil {
+		fmt.Fprintln(stderr, "sandboxkit-soak:", err)
+		return 2
+	}
+	rep.print(stdout)
+	if len(rep.Failures) > 0 {
+		return 1
+	}
+	return 0
+}
