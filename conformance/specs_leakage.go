@@ -187,7 +187,14 @@ func leakageSpecs() []Spec {
 							leakCall(ctx, tc, c, s, "get_background_command("+label+")", "get_background_command", id)
 						}
 						if tc.Advertised("kill_background_command") != nil {
-							leakCall(ctx, tc, c, s, "kill_background_command("+label+")", "kill_background_command", id)
+							// Kill a command that is surely still running: the one
+							// above may have finished already.
+							long := leakCall(ctx, tc, c, s, "start_background_command("+label+", long)", "start_background_command",
+								errsWith(map[string]any{"command": "sleep 30"}, leakKV(where)...))
+							if !long.IsError {
+								leakCall(ctx, tc, c, s, "kill_background_command("+label+")", "kill_background_command",
+									map[string]any{"command_id": long.String("command_id")})
+							}
 						}
 					}
 				}

@@ -23,8 +23,9 @@ const DefaultUser = "user"
 // streaming calls when [EnvdOptions.KeepaliveInterval] is zero.
 const DefaultKeepaliveInterval = 50 * time.Second
 
-// maxEnvdMessage bounds one Connect message read from the daemon.
-const maxEnvdMessage = 64 << 20
+// maxEnvdMessage bounds one Connect message read from the daemon, as a
+// control-plane answer is bounded: no envd answer comes near it.
+const maxEnvdMessage = 32 << 20
 
 // EnvdOptions configures an [Envd] client. The zero value (or nil) gives defaults.
 type EnvdOptions struct {
