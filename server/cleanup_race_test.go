@@ -2,8 +2,6 @@ package server_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -12,7 +10,6 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
-	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // TestRun_ReturnsOnlyAfterCleanupIsUnderWay pins SESSION-1 for stdio: when
@@ -20,17 +17,7 @@ import (
 // sandbox has already been made, whichever of Run and the session's
 // watcher noticed the end first.
 func TestRun_ReturnsOnlyAfterCleanupIsUnderWay(t *testing.T) {
-	fake := fakeprovider.New(&fakeprovider.Options{SandboxLimit: 1000})
-	t.Cleanup(fake.Close)
-	env := map[string]string{sandbox.EnvAPIKey: fake.APIKey(), sandbox.EnvAPIURL: "https://api.race.sandboxkit.test"}
-	p, err := sandbox.NewPlatform(&sandbox.Options{Getenv: func(k string) string { return env[k] }, HTTPClient: fake.HTTPClient()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := server.New(&server.Deps{Platform: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, _, fake := newFakeBacked(t)
 	// Slow destroys widen the window in which a Run that returned early
 	// would leave one behind.
 	fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpKillSandbox, Delay: 20 * time.Millisecond})

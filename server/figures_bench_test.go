@@ -3,8 +3,6 @@ package server_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"net"
 	"net/http/httptest"
 	"runtime"
@@ -36,17 +34,7 @@ type figureRig struct {
 
 func newFigureRig(b *testing.B) *figureRig {
 	b.Helper()
-	fake := fakeprovider.New(&fakeprovider.Options{SandboxLimit: 5000})
-	b.Cleanup(fake.Close)
-	env := map[string]string{sandbox.EnvAPIKey: fake.APIKey(), sandbox.EnvAPIURL: "https://api.bench.sandboxkit.test"}
-	p, err := sandbox.NewPlatform(&sandbox.Options{Getenv: func(k string) string { return env[k] }, HTTPClient: fake.HTTPClient()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv, err := server.New(&server.Deps{Platform: p, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	srv, p, fake := newFakeBacked(b)
 	r := &figureRig{fake: fake, platform: p, srv: srv}
 	b.Cleanup(func() {
 		if r.httpSrv != nil {
