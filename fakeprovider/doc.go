@@ -68,6 +68,6 @@
 //     messages in E2B's {code, message} shape. Only port 49983 is routed.
 //   - The fake does not check envd access tokens: it hands the token to the
 //     daemon ([DaemonConfig.AccessToken]), which enforces it.
-//   - A Malformed fault on a route whose success is 204 answers 200, since a
-//     204 cannot carry a body.
+//   - A Malformed or Oversize fault on a route whose success is 204 answers
+//     200, since a 204 cannot carry a body.
 package fakeprovider

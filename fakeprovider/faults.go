@@ -1,6 +1,7 @@
 package fakeprovider
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,8 +15,10 @@ import (
 
 // A Fault makes matching requests misbehave before they reach their
 // handler. Its steps run in this order: Delay, then Hang, then the first
-// of Reset, Status, Malformed that is set; when none is, the request goes on
-// to its handler (so a Delay or Hang alone only slows it down).
+// of Reset, Oversize, Status, Malformed that is set; when none is, the
+// request goes on to its handler (so a Delay, Hang or Drip alone only slows
+// it down). Drip applies to whichever body is then written: the fault's own
+// or the handler's.
 type Fault struct {
 	// Op is the route-table operation to match (a sandbox.Op* constant);
 	// "" matches every request, including unknown routes.
@@ -39,6 +42,21 @@ type Fault struct {
 	// Hang blocks the request until [FaultHandle.Release] is called or the
 	// request's context ends.
 	Hang bool
+	// Drip, when non-zero, sends the status line and headers at once, then
+	// the response body (the handler's, or that of a Status, Malformed or
+	// Oversize fault) one byte at a time, each byte written and flushed Drip
+	// after the previous one, until the body ends, the request's context
+	// does, or [FaultHandle.Release] is called (the rest then goes out at
+	// once). A bodiless answer (204, HEAD) is not slowed.
+	Drip time.Duration
+	// Oversize, when non-zero, answers with Status (or, when Status is 0,
+	// the route's success status: 201 for create, else 200), Content-Type
+	// application/json, no Content-Length, and a body of exactly Oversize
+	// bytes: `{"sandboxID":"` then 'a's, a JSON string that never closes.
+	// The body is generated as it is written, never held in memory, and
+	// stops when the client goes away. It may not be combined with Body,
+	// Malformed or Reset.
+	Oversize int64
 	// Times is how many requests the fault applies to; 0 means until it is
 	// cleared.
 	Times int
@@ -52,8 +70,10 @@ type FaultHandle struct {
 	release  sync.Once
 
 	// Guarded by p.faults.mu.
-	hits    int
-	cleared bool
+	hits     int
+	cleared  bool
+	inFlight int
+	idle     chan struct{} // closed while inFlight is 0
 }
 
 // faultTable holds the injected faults in injection order.
@@ -69,7 +89,9 @@ func knownOps() []string {
 
 // InjectFault installs f and returns its handle. When several faults match
 // a request, the one injected first applies. InjectFault panics when f.Op is
-// neither "" nor a route-table operation, or f.Status is outside 200..599, or f.Times is negative.
+// neither "" nor a route-table operation, or f.Status is outside 200..599,
+// or f.Times, f.Drip or f.Oversize is negative, or f.Oversize is
+// combined with Body, Malformed, Reset or a status that carries no body.
 func (p *Provider) InjectFault(f Fault) *FaultHandle {
 	if f.Op != "" && !slices.Contains(knownOps(), f.Op) {
 		panic(fmt.Sprintf("fakeprovider: InjectFault: unknown op %q", f.Op))
@@ -80,14 +102,21 @@ func (p *Provider) InjectFault(f Fault) *FaultHandle {
 	if f.Times < 0 {
 		panic(fmt.Sprintf("fakeprovider: InjectFault: negative Times %d", f.Times))
 	}
-	h := &FaultHandle{p: p, fault: f, released: make(chan struct{})}
+	if f.Drip < 0 {
+		panic(fmt.Sprintf("fakeprovider: InjectFault: negative Drip %v", f.Drip))
+	}
+	checkOversize(f)
+	idle := make(chan struct{})
+	close(idle)
+	h := &FaultHandle{p: p, fault: f, released: make(chan struct{}), idle: idle}
 	p.faults.mu.Lock()
 	p.faults.handles = append(p.faults.handles, h)
 	p.faults.mu.Unlock()
 	return h
 }
 
-// Release unblocks every request the fault holds with Hang, now and later.
+// Release unblocks every request the fault holds with Hang, and ends the
+// slowing of every Drip body (the rest is sent at once), now and later.
 func (h *FaultHandle) Release() {
 	h.release.Do(func() { close(h.released) })
 }
@@ -108,6 +137,55 @@ func (h *FaultHandle) Hits() int {
 	return h.hits
 }
 
+// InFlight returns how many requests the fault has matched whose handling
+// has not ended yet: held by Delay or Hang, being dripped or written as an
+// oversized body, or still in their handler. Once a client's calls have
+// returned, a Hang fault's InFlight falls to 0 without [FaultHandle.Release]
+// only if the client cancelled (abandoned) the requests it gave up on.
+func (h *FaultHandle) InFlight() int {
+	h.p.faults.mu.Lock()
+	defer h.p.faults.mu.Unlock()
+	return h.inFlight
+}
+
+// WaitIdle waits until [FaultHandle.InFlight] is 0 and returns nil, or
+// returns an error wrapping ctx.Err() when ctx ends first.
+func (h *FaultHandle) WaitIdle(ctx context.Context) error {
+	for {
+		h.p.faults.mu.Lock()
+		n, idle := h.inFlight, h.idle
+		h.p.faults.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-idle:
+			// Idle for a moment; check again, a new request may have come.
+		case <-ctx.Done():
+			return fmt.Errorf("fakeprovider: fault still handling %d request(s): %w", h.InFlight(), ctx.Err())
+		}
+	}
+}
+
+// enterLocked counts a request the fault matched as in flight. The caller
+// holds p.faults.mu.
+func (h *FaultHandle) enterLocked() {
+	if h.inFlight == 0 {
+		h.idle = make(chan struct{})
+	}
+	h.inFlight++
+}
+
+// leave counts the end of a request's handling.
+func (h *FaultHandle) leave() {
+	h.p.faults.mu.Lock()
+	defer h.p.faults.mu.Unlock()
+	h.inFlight--
+	if h.inFlight == 0 {
+		close(h.idle)
+	}
+}
+
 // ClearFaults removes every fault and releases every hang.
 func (p *Provider) ClearFaults() {
 	p.faults.mu.Lock()
@@ -123,7 +201,8 @@ func (p *Provider) ClearFaults() {
 }
 
 // match returns the first active fault matching op and id, counting the
-// hit and retiring the fault once its Times are used up.
+// hit and the request as in flight (the caller must call leave), and
+// retiring the fault once its Times are used up.
 func (t *faultTable) match(op, id string) *FaultHandle {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -133,6 +212,7 @@ func (t *faultTable) match(op, id string) *FaultHandle {
 			continue
 		}
 		h.hits++
+		h.enterLocked()
 		if f.Times > 0 && h.hits >= f.Times {
 			h.cleared = true
 			t.handles = slices.Delete(t.handles, i, i+1)
@@ -142,7 +222,8 @@ func (t *faultTable) match(op, id string) *FaultHandle {
 	return nil
 }
 
-// successStatus is the status a Malformed fault answers op with.
+// successStatus is the status a Malformed or Oversize fault answers op
+// with: 201 for create, else 200 (never 204, which cannot carry a body).
 func successStatus(op string) int {
 	if op == sandbox.OpCreateSandbox {
 		return http.StatusCreated
@@ -150,37 +231,56 @@ func successStatus(op string) int {
 	return http.StatusOK
 }
 
-// applyFault runs the fault matching the request, if any, first passing its
-// kind to note. It reports whether the fault answered the request (or
-// dropped it), in which case the handler must not run.
-func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op, id string, note func(kind string)) bool {
-	h := p.faults.match(op, id)
-	if h == nil {
-		return false
+// checkOversize panics when f misuses Oversize.
+func checkOversize(f Fault) {
+	switch {
+	case f.Oversize < 0:
+		panic(fmt.Sprintf("fakeprovider: InjectFault: negative Oversize %d", f.Oversize))
+	case f.Oversize == 0:
+	case f.Body != "" || f.Malformed || f.Reset:
+		panic("fakeprovider: InjectFault: Oversize writes its own body; it cannot be combined with Body, Malformed or Reset")
+	case f.Status == http.StatusNoContent || f.Status == http.StatusNotModified:
+		panic(fmt.Sprintf("fakeprovider: InjectFault: Oversize needs a status that carries a body, not %d", f.Status))
 	}
+}
+
+// applyFault runs fault h on the request. It reports whether the fault
+// answered the request (or dropped it), in which case the handler must not
+// run; otherwise it returns the writer the handler must use (w, or w
+// wrapped to drip the body).
+func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op string, h *FaultHandle) (http.ResponseWriter, bool) {
 	f := h.fault
 	ctx := r.Context()
-	note(faultKind(f))
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return true
+			return nil, true
 		}
 	}
 	if f.Hang {
 		select {
 		case <-h.released:
 		case <-ctx.Done():
-			return true
+			return nil, true
 		}
 	}
-	switch {
-	case f.Reset:
+	if f.Reset {
 		resetConnection(w)
-		return true
+		return nil, true
+	}
+	if f.Drip > 0 {
+		w = newDripWriter(w, r, f.Drip, h.released)
+	}
+	switch {
+	case f.Oversize > 0:
+		status := f.Status
+		if status == 0 {
+			status = successStatus(op)
+		}
+		writeOversize(ctx, w, status, f.Oversize)
 	case f.Status != 0:
 		if f.Body == "" {
 			p.writeError(w, r, f.Status, http.StatusText(f.Status))
@@ -189,23 +289,25 @@ func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op, id str
 			w.WriteHeader(f.Status)
 			_, _ = w.Write([]byte(f.Body))
 		}
-		return true
 	case f.Malformed:
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(successStatus(op))
 		_, _ = fmt.Fprintf(w, "<html><body>upstream sent garbage %s</body></html>", p.canaries.issue(canaryBody))
-		return true
+	default:
+		return w, false
 	}
-	return false
+	return nil, true
 }
 
 // faultKind names what f does, for the journal: its outcome when it has one
-// ("reset", "status", "malformed"), else how it slows the request ("hang",
-// "delay"), else "pass".
+// ("reset", "oversize", "status", "malformed"), else how it slows the
+// request ("hang", "delay", "drip"), else "pass".
 func faultKind(f Fault) string {
 	switch {
 	case f.Reset:
 		return "reset"
+	case f.Oversize > 0:
+		return "oversize"
 	case f.Status != 0:
 		return "status"
 	case f.Malformed:
@@ -214,6 +316,8 @@ func faultKind(f Fault) string {
 		return "hang"
 	case f.Delay > 0:
 		return "delay"
+	case f.Drip > 0:
+		return "drip"
 	}
 	return "pass"
 }

@@ -1,6 +1,7 @@
 package fakeprovider_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -68,7 +72,9 @@ func TestProvider_FaultStatus(t *testing.T) {
 func TestProvider_FaultMisusePanics(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, bad := range []fakeprovider.Fault{
-		{Op: "GET /nope"}, {Status: 42}, {Status: 700}, {Times: -1},
+		{Op: "GET /nope"}, {Status: 42}, {Status: 700}, {Times: -1}, {Drip: -1},
+		{Oversize: -1}, {Oversize: 10, Body: "{}"}, {Oversize: 10, Malformed: true},
+		{Oversize: 10, Reset: true}, {Oversize: 10, Status: 204},
 	} {
 		func() {
 			defer func() {
@@ -211,5 +217,379 @@ func TestProvider_FaultResetLoopback(t *testing.T) {
 	res.Body.Close()
 	if res.StatusCode != 201 {
 		t.Errorf("after the reset: %d", res.StatusCode)
+	}
+}
+
+// eachTransport runs fn with a fresh fixture twice: through the in-process
+// RoundTripper and over a loopback listener.
+func eachTransport(t *testing.T, opts func() *fakeprovider.Options, fn func(t *testing.T, f *fixture, hc *http.Client, base string)) {
+	t.Run("in-process", func(t *testing.T) {
+		f := newFixture(t, opts())
+		fn(t, f, f.hc, apiBase)
+	})
+	t.Run("loopback", func(t *testing.T) {
+		f := newFixture(t, opts())
+		srv := f.p.Start(t)
+		tr := &http.Transport{}
+		t.Cleanup(tr.CloseIdleConnections)
+		fn(t, f, &http.Client{Transport: tr}, srv.URL())
+	})
+}
+
+// noOpts selects the default options.
+func noOpts() *fakeprovider.Options { return nil }
+
+// send sends a control-plane request with the fake's API key; it fails t
+// unless the response (its status and headers) arrives.
+func (f *fixture) send(ctx context.Context, hc *http.Client, method, url string) *http.Response {
+	f.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, url, nil)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	req.Header.Set("X-API-Key", f.p.APIKey())
+	res, err := hc.Do(req)
+	if err != nil {
+		f.t.Fatalf("%s %s: %v", method, url, err)
+	}
+	return res
+}
+
+// waitIdle fails t unless h's requests all end within 10 s.
+func waitIdle(t *testing.T, h *fakeprovider.FaultHandle) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.WaitIdle(ctx); err != nil {
+		t.Fatalf("WaitIdle: %v (InFlight %d)", err, h.InFlight())
+	}
+}
+
+// waitInFlight fails t unless h's InFlight becomes n within 10 s.
+func waitInFlight(t *testing.T, h *fakeprovider.FaultHandle, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); h.InFlight() != n; time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("InFlight = %d, want %d", h.InFlight(), n)
+		}
+	}
+}
+
+// lastFault returns the Fault and Status of the journal's last entry.
+func lastFault(p *fakeprovider.Provider) (string, int) {
+	e := p.Journal().Entries()
+	return e[len(e)-1].Fault, e[len(e)-1].Status
+}
+
+// A Drip fault sends the status and headers at once, then holds the body
+// until the request ends: an hour-long drip must not keep the response head
+// from the client, nor keep the handler once the client cancels.
+func TestProvider_FaultDripHeadersFirst(t *testing.T) {
+	eachTransport(t, noOpts, func(t *testing.T, f *fixture, hc *http.Client, base string) {
+		id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+		h := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpGetSandbox, Drip: time.Hour})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res := f.send(ctx, hc, "GET", base+"/sandboxes/"+id)
+		defer res.Body.Close()
+		if res.StatusCode != 200 || !strings.HasPrefix(res.Header.Get("Content-Type"), "application/json") {
+			t.Fatalf("head %d %v", res.StatusCode, res.Header)
+		}
+		if n := h.InFlight(); n != 1 {
+			t.Errorf("InFlight while dripping = %d, want 1", n)
+		}
+		cancel()
+		waitIdle(t, h)
+		if b, err := io.ReadAll(res.Body); err == nil {
+			t.Errorf("cancelled drip read %q cleanly", b)
+		}
+		if kind, status := lastFault(f.p); kind != "drip" || status != 200 {
+			t.Errorf("journal: fault %q status %d", kind, status)
+		}
+
+		// A bodiless answer has nothing to drip.
+		kill := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpKillSandbox, Drip: time.Hour})
+		res = f.send(context.Background(), hc, "DELETE", base+"/sandboxes/"+id)
+		if b, err := io.ReadAll(res.Body); res.StatusCode != 204 || err != nil || len(b) != 0 {
+			t.Errorf("dripped kill: %d %q %v", res.StatusCode, b, err)
+		}
+		res.Body.Close()
+		waitIdle(t, kill)
+	})
+}
+
+// Release ends a drip: what is left of the body goes out at once, whole.
+func TestProvider_FaultDripRelease(t *testing.T) {
+	eachTransport(t, noOpts, func(t *testing.T, f *fixture, hc *http.Client, base string) {
+		id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+		plain := f.send(context.Background(), hc, "GET", base+"/sandboxes/"+id)
+		want, _ := io.ReadAll(plain.Body)
+		plain.Body.Close()
+
+		h := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpGetSandbox, Drip: time.Hour})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		res := f.send(ctx, hc, "GET", base+"/sandboxes/"+id)
+		defer res.Body.Close()
+		h.Release()
+		got, err := io.ReadAll(res.Body)
+		if err != nil || string(got) != string(want) {
+			t.Errorf("released drip: %q %v, want %q", got, err, want)
+		}
+		waitIdle(t, h)
+	})
+}
+
+// A Drip fault delivers a fault's own body and a handler's body byte-exact,
+// one byte per Drip interval at the earliest.
+func TestProvider_FaultDripBody(t *testing.T) {
+	eachTransport(t, noOpts, func(t *testing.T, f *fixture, hc *http.Client, base string) {
+		const body = "0123456789"
+		const drip = 30 * time.Millisecond
+		f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpListSandboxes, Status: 503, Body: body, Drip: drip, Times: 1})
+		start := time.Now()
+		res := f.send(context.Background(), hc, "GET", base+"/v2/sandboxes")
+		got, err := io.ReadAll(res.Body)
+		res.Body.Close()
+		if elapsed := time.Since(start); elapsed < time.Duration(len(body))*drip {
+			t.Errorf("%d-byte body with Drip %v arrived whole after %v", len(body), drip, elapsed)
+		}
+		if err != nil || res.StatusCode != 503 || res.Header.Get("Content-Type") != "application/json" || string(got) != body {
+			t.Errorf("status fault: %d %v %q %v", res.StatusCode, res.Header, got, err)
+		}
+		if kind, _ := lastFault(f.p); kind != "status" {
+			t.Errorf("journal fault %q, want status", kind)
+		}
+
+		id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+		plain := f.send(context.Background(), hc, "GET", base+"/sandboxes/"+id)
+		want, _ := io.ReadAll(plain.Body)
+		plain.Body.Close()
+		h := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpGetSandbox, Drip: time.Millisecond, Times: 1})
+		start = time.Now()
+		res = f.send(context.Background(), hc, "GET", base+"/sandboxes/"+id)
+		got, err = io.ReadAll(res.Body)
+		res.Body.Close()
+		if elapsed := time.Since(start); elapsed < time.Duration(len(want))*time.Millisecond {
+			t.Errorf("%d-byte body with Drip 1ms arrived whole after %v", len(want), elapsed)
+		}
+		if err != nil || res.StatusCode != 200 || !bytes.Equal(got, want) {
+			t.Errorf("dripped get: %d %q %v, want %q", res.StatusCode, got, err, want)
+		}
+		waitIdle(t, h)
+		if kind, status := lastFault(f.p); kind != "drip" || status != 200 {
+			t.Errorf("journal: fault %q status %d", kind, status)
+		}
+	})
+}
+
+// sandboxHeader addresses every request to one sandbox's daemon.
+type sandboxHeader struct {
+	rt http.RoundTripper
+	id string
+}
+
+func (s sandboxHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("E2b-Sandbox-Id", s.id)
+	return s.rt.RoundTrip(r)
+}
+
+// A Drip fault slows an envd server stream without corrupting it, and
+// cancelling the stream ends the daemon's handler.
+func TestProvider_FaultDripEnvdStream(t *testing.T) {
+	opts := func() *fakeprovider.Options { return &fakeprovider.Options{NewDaemon: newConnectDaemon} }
+	eachTransport(t, opts, func(t *testing.T, f *fixture, hc *http.Client, base string) {
+		id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+		hc = &http.Client{Transport: sandboxHeader{rt: hc.Transport, id: id}}
+		start := connect.NewClient[envdapi.StartRequest, envdapi.StartResponse](hc, base+"/process.Process/Start", connect.WithCodec(envdapi.Codec{}))
+		req := connect.NewRequest(&envdapi.StartRequest{Process: envdapi.ProcessConfig{Cmd: "echo"}})
+
+		// The three events and the end of stream are well over 100 bytes.
+		const drip = 3 * time.Millisecond
+		h := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpProcessStart, Drip: drip, Times: 1})
+		begin := time.Now()
+		st, err := start.CallServerStream(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []envdapi.ProcessEvent
+		for st.Receive() {
+			got = append(got, st.Msg().Event)
+		}
+		st.Close()
+		if err := st.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if elapsed := time.Since(begin); elapsed < 100*drip {
+			t.Errorf("dripped stream ended after %v", elapsed)
+		}
+		if len(got) != 3 || got[0].Start == nil || got[0].Start.Pid != 42 || string(got[1].Data.Stdout) != "echo" || got[2].End == nil {
+			t.Fatalf("events %+v", got)
+		}
+		waitIdle(t, h)
+		if kind, status := lastFault(f.p); kind != "drip" || status != 200 {
+			t.Errorf("journal: fault %q status %d", kind, status)
+		}
+
+		h = f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpProcessStart, Drip: time.Hour})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		st, err = start.CallServerStream(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		if ct := st.ResponseHeader().Get("Content-Type"); ct != "application/connect+json" {
+			t.Errorf("stream head: Content-Type %q", ct)
+		}
+		if n := h.InFlight(); n != 1 {
+			t.Errorf("InFlight while dripping = %d, want 1", n)
+		}
+		cancel()
+		waitIdle(t, h)
+		if st.Receive() {
+			t.Error("cancelled stream delivered an event")
+		}
+	})
+}
+
+// An Oversize fault answers with the status asked for (else the route's
+// success status), JSON's content type and exactly Oversize bytes of an
+// unterminated JSON string, and never reaches the handler.
+func TestProvider_FaultOversize(t *testing.T) {
+	f := newFixture(t, nil)
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	for _, tt := range []struct {
+		name         string
+		fault        fakeprovider.Fault
+		method, path string
+		status       int
+	}{
+		{"create", fakeprovider.Fault{Op: sandbox.OpCreateSandbox, Oversize: 1<<20 + 5}, "POST", "/sandboxes", 201},
+		{"custom status", fakeprovider.Fault{Op: sandbox.OpGetSandbox, Status: 500, Oversize: 100}, "GET", "/sandboxes/" + id, 500},
+		{"kill (204 route)", fakeprovider.Fault{Op: sandbox.OpKillSandbox, Oversize: 3 * 32 << 10}, "DELETE", "/sandboxes/" + id, 200},
+		{"shorter than the prefix", fakeprovider.Fault{Op: sandbox.OpListSandboxes, Oversize: 5}, "GET", "/v2/sandboxes", 200},
+		{"dripped", fakeprovider.Fault{Op: sandbox.OpListSandboxes, Oversize: 20, Drip: time.Millisecond}, "GET", "/v2/sandboxes", 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.fault.Times = 1
+			f.p.InjectFault(tt.fault)
+			res := f.send(context.Background(), f.hc, tt.method, apiBase+tt.path)
+			defer res.Body.Close()
+			head := make([]byte, min(tt.fault.Oversize, 20))
+			if _, err := io.ReadFull(res.Body, head); err != nil {
+				t.Fatal(err)
+			}
+			rest, err := io.Copy(io.Discard, res.Body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := (`{"sandboxID":"` + strings.Repeat("a", 20))[:len(head)]
+			if string(head) != want || int64(len(head))+rest != tt.fault.Oversize {
+				t.Errorf("body %q... of %d bytes, want %q... of %d", head, int64(len(head))+rest, want, tt.fault.Oversize)
+			}
+			if res.StatusCode != tt.status || res.Header.Get("Content-Type") != "application/json" || res.ContentLength != -1 {
+				t.Errorf("head %d %v length %d", res.StatusCode, res.Header, res.ContentLength)
+			}
+			if kind, status := lastFault(f.p); kind != "oversize" || status != tt.status {
+				t.Errorf("journal: fault %q status %d", kind, status)
+			}
+		})
+	}
+	if n := f.p.LiveCount(); n != 1 {
+		t.Errorf("oversized create/kill reached the handler: %d live", n)
+	}
+}
+
+// A client that reads part of an endless oversized body and closes it ends
+// the fault's work: the body is generated as it is sent, not in advance.
+func TestProvider_FaultOversizeAbandoned(t *testing.T) {
+	eachTransport(t, noOpts, func(t *testing.T, f *fixture, hc *http.Client, base string) {
+		h := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpListSandboxes, Oversize: 1 << 50})
+		res := f.send(context.Background(), hc, "GET", base+"/v2/sandboxes")
+		if n, err := io.CopyN(io.Discard, res.Body, 1<<20); err != nil {
+			t.Fatalf("read %d bytes: %v", n, err)
+		}
+		res.Body.Close()
+		waitIdle(t, h)
+	})
+}
+
+// InFlight counts the requests a fault holds until their handling ends;
+// WaitIdle waits for it to reach 0.
+func TestProvider_FaultInFlight(t *testing.T) {
+	f := newFixture(t, nil)
+	h := f.p.InjectFault(fakeprovider.Fault{Op: sandbox.OpListSandboxes, Hang: true})
+	var cancels [3]context.CancelFunc
+	done := make(chan error, 3)
+	for i := range cancels {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels[i] = cancel
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", apiBase+"/v2/sandboxes", nil)
+		req.Header.Set("X-API-Key", f.p.APIKey())
+		go func() {
+			res, err := f.hc.Do(req)
+			if err == nil {
+				_, _ = io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					err = errors.New(res.Status)
+				}
+			}
+			done <- err
+		}()
+	}
+	waitInFlight(t, h, 3)
+	cancels[0]()
+	cancels[1]()
+	for range 2 {
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled request: %v", err)
+		}
+	}
+	waitInFlight(t, h, 1)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := h.WaitIdle(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitIdle with a request held: %v", err)
+	}
+	if n := h.InFlight(); n != 1 {
+		t.Errorf("InFlight after WaitIdle timed out = %d, want 1", n)
+	}
+	h.Release()
+	if err := <-done; err != nil {
+		t.Errorf("released request: %v", err)
+	}
+	waitIdle(t, h)
+	if n, hits := h.InFlight(), h.Hits(); n != 0 || hits != 3 {
+		t.Errorf("InFlight %d, Hits %d; want 0, 3", n, hits)
+	}
+}
+
+// The journal names each fault by its outcome, else by how it slows the
+// request; "drip" only when Drip is all it does.
+func TestProvider_FaultKindsJournaled(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, tt := range []struct {
+		fault fakeprovider.Fault
+		kind  string
+	}{
+		{fakeprovider.Fault{Drip: time.Millisecond}, "drip"},
+		{fakeprovider.Fault{Oversize: 10}, "oversize"},
+		{fakeprovider.Fault{Oversize: 10, Status: 429, Drip: time.Millisecond}, "oversize"},
+		{fakeprovider.Fault{Status: 429, Drip: time.Millisecond}, "status"},
+		{fakeprovider.Fault{Malformed: true, Drip: time.Millisecond}, "malformed"},
+		{fakeprovider.Fault{Delay: time.Millisecond, Drip: time.Millisecond}, "delay"},
+		{fakeprovider.Fault{}, "pass"},
+	} {
+		tt.fault.Op, tt.fault.Times = sandbox.OpListSandboxes, 1
+		f.p.InjectFault(tt.fault)
+		f.do("GET", "/v2/sandboxes", nil)
+		if kind, _ := lastFault(f.p); kind != tt.kind {
+			t.Errorf("%+v journaled as %q, want %q", tt.fault, kind, tt.kind)
+		}
 	}
 }

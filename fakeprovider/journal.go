@@ -38,8 +38,10 @@ type Entry struct {
 	// Status is the response status; 0 while no status has been written, or
 	// when the connection was reset or the request abandoned before one was.
 	Status int
-	// Fault names the injected fault applied to the request ("status",
-	// "delay", "reset", "malformed", "hang", "pass"), or "" when none.
+	// Fault names the injected fault applied to the request, or "" when
+	// none: what it did to the answer ("reset", "oversize", "status",
+	// "malformed"), else how it slowed the request ("hang", "delay", or
+	// "drip" for a fault whose only effect is Drip), else "pass".
 	Fault string
 }
 

@@ -6,7 +6,8 @@ import (
 )
 
 // serve runs one request through the pipeline every route shares: journal
-// entry, body tap, fault injection, then next.
+// entry, body tap, fault injection, then next. A request a fault matched
+// counts in the fault's [FaultHandle.InFlight] until serve returns.
 func (p *Provider) serve(w http.ResponseWriter, r *http.Request, op, sandboxID string, envd bool, next http.HandlerFunc) {
 	e := &Entry{
 		Op: op, Envd: envd, Method: r.Method, Host: r.Host, Path: r.URL.Path,
@@ -16,21 +17,33 @@ func (p *Provider) serve(w http.ResponseWriter, r *http.Request, op, sandboxID s
 	tap := &bodyTap{rc: r.Body}
 	r.Body = tap
 	sw := &statusWriter{ResponseWriter: w, journal: p.journal, entry: e}
-	var fault string
+	var (
+		h     *FaultHandle
+		fault string
+	)
+	// Registered first, so it runs last: the request stays in flight until
+	// its journal entry is final.
+	defer func() {
+		if h != nil {
+			h.leave()
+		}
+	}()
 	defer func() {
 		body, truncated := tap.finish(r.Context().Err() != nil || fault == "reset")
 		p.journal.update(e, func(e *Entry) {
 			e.Body, e.BodyTruncated, e.Fault = body, truncated, fault
 		})
 	}()
-	handled := p.applyFault(sw, r, op, sandboxID, func(kind string) {
-		fault = kind
-		p.journal.update(e, func(e *Entry) { e.Fault = kind })
-	})
-	if handled {
-		return
+	var out http.ResponseWriter = sw
+	if h = p.faults.match(op, sandboxID); h != nil {
+		fault = faultKind(h.fault)
+		p.journal.update(e, func(e *Entry) { e.Fault = fault })
+		var handled bool
+		if out, handled = p.applyFault(sw, r, op, h); handled {
+			return
+		}
 	}
-	next(sw, r)
+	next(out, r)
 }
 
 // controlPlane wraps a control-plane handler: the shared pipeline, then the
