@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -19,6 +20,7 @@ type responseProbe struct {
 	status       int
 	connectError bool // a non-200 body carrying a Connect error code
 	malformed    bool // a 200 unary body that is not JSON
+	tooLarge     bool // a 200 unary body longer than maxEnvdMessage
 }
 
 type probeKey struct{}
@@ -48,7 +50,7 @@ func (t probingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	probe.status = resp.StatusCode
 	switch {
 	case resp.StatusCode != http.StatusOK:
-		body, _ := peekBody(resp, maxErrorBody)
+		body := peekPrefix(resp, maxErrorBody)
 		var ce struct {
 			Code string `json:"code"`
 		}
@@ -57,23 +59,50 @@ func (t probingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A unary answer: small, so it can be checked whole. One that could
 		// not be read in time (or at all) is not judged here: the call
 		// fails with the read's own error.
-		body, err := peekBody(resp, maxEnvdMessage)
-		probe.malformed = err == nil && !json.Valid(body)
+		body, tooLarge, err := peekBody(resp, maxEnvdMessage)
+		switch {
+		case err != nil:
+		case tooLarge:
+			// Refused unparsed: the call fails at once, not after the
+			// Connect library reads it all again.
+			probe.tooLarge = true
+			resp.Body.Close()
+			resp.Body = io.NopCloser(errReader{errResponseTooLarge})
+		default:
+			probe.malformed = !json.Valid(body)
+		}
 	case mediaType != "application/connect+json":
 		probe.malformed = true
 	}
 	return resp, nil
 }
 
-// peekBody reads up to limit bytes of the body and puts them back in front
-// of the rest. It returns the read's error, if any.
-func peekBody(resp *http.Response, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+// peekPrefix reads up to limit bytes of the body and puts them back in
+// front of the rest.
+func peekPrefix(resp *http.Response, limit int64) []byte {
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, limit))
+	putBack(resp, data)
+	return data
+}
+
+// peekBody reads the body to its end, when it holds at most limit bytes,
+// and puts what it read back. It returns the read's error, if any, and
+// whether the body is longer than limit: then nothing is put back, and
+// the body must not be used.
+func peekBody(resp *http.Response, limit int) (data []byte, tooLarge bool, err error) {
+	data, tooLarge, err = readBounded(resp.Body, limit)
+	if !tooLarge {
+		putBack(resp, data)
+	}
+	return data, tooLarge, err
+}
+
+// putBack makes data the start of the body again.
+func putBack(resp *http.Response, data []byte) {
 	resp.Body = struct {
 		io.Reader
 		io.Closer
 	}{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
-	return data, err
 }
 
 // probedClient wraps an HTTP client so its envd requests fill probes.
@@ -101,8 +130,18 @@ func probedError(ctx context.Context, e *Error) *Error {
 		return statusError(e.Op, probe.status, "")
 	case probe.status != 0 && probe.status != http.StatusOK:
 		e.HTTPStatus = probe.status
+	case probe.tooLarge:
+		return &Error{Op: e.Op, Category: ProviderError, HTTPStatus: probe.status, Code: CodeResponseTooLarge}
 	case probe.malformed:
-		return &Error{Op: e.Op, Category: ProviderError, HTTPStatus: probe.status, Code: "malformed_response"}
+		return &Error{Op: e.Op, Category: ProviderError, HTTPStatus: probe.status, Code: CodeMalformedResponse}
 	}
 	return e
 }
+
+// errResponseTooLarge is what reading a refused envd answer gives.
+var errResponseTooLarge = errors.New("sandbox: envd answer too large")
+
+// errReader is a body whose every read fails with err.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

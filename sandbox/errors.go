@@ -55,6 +55,16 @@ func (c Category) Recovery() string {
 	return recoveryHints[Internal]
 }
 
+// Codes the SDK itself gives a [ProviderError] whose answer it could not use.
+const (
+	// CodeMalformedResponse: a success answer that is not what the route
+	// returns (not JSON, or JSON of the wrong shape).
+	CodeMalformedResponse = "malformed_response"
+	// CodeResponseTooLarge: a success answer past the SDK's bound on one
+	// answer (32 MiB), refused unread beyond it.
+	CodeResponseTooLarge = "response_too_large"
+)
+
 // Error is the one error type of the SDK. Its text names the operation, the
 // category, the HTTP status and the platform's semantic error code, and
 // nothing else: never the platform's message, a URL, a credential or a token.
@@ -66,7 +76,9 @@ type Error struct {
 	Category Category
 	// HTTPStatus is the response status, or 0 when no response arrived.
 	HTTPStatus int
-	// Code is the platform's semantic error_code when it sent a well-formed one.
+	// Code is the platform's semantic error_code when it sent a well-formed
+	// one, or one of the SDK's own: [CodeMalformedResponse],
+	// [CodeResponseTooLarge].
 	Code string
 	// Field names the argument at fault, for client-side validation errors.
 	Field string

@@ -322,7 +322,7 @@ func (e *Envd) upload(op string, req *http.Request, body *guardedReader, cleanup
 	var entries []envdapi.UploadedEntry
 	if len(data) > 0 {
 		if err := json.Unmarshal(data, &entries); err != nil {
-			return nil, &Error{Op: op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: "malformed_response"}
+			return nil, &Error{Op: op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: CodeMalformedResponse}
 		}
 	}
 	info := &WriteInfo{Size: body.count()}

@@ -86,7 +86,7 @@ func entryInfo(w *envdapi.EntryInfo) EntryInfo {
 // malformed response.
 func entryResult(op string, w *envdapi.EntryInfo) (*EntryInfo, error) {
 	if w == nil {
-		return nil, &Error{Op: op, Category: ProviderError, Code: "malformed_response"}
+		return nil, &Error{Op: op, Category: ProviderError, Code: CodeMalformedResponse}
 	}
 	e := entryInfo(w)
 	return &e, nil

@@ -13,7 +13,8 @@ import (
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
-// maxResponseBody bounds a successful control-plane response.
+// maxResponseBody bounds a successful control-plane response: a larger
+// one is refused unparsed, with [CodeResponseTooLarge].
 const maxResponseBody = 32 << 20
 
 // apiRequest is one control-plane call.
@@ -94,16 +95,20 @@ func (p *Platform) call(ctx context.Context, ep endpoint, req apiRequest) (http.
 			return nil, transportError(req.op, err)
 		}
 		if len(bytes.TrimSpace(data)) > 0 && (len(data) > maxErrorBody || !json.Valid(data)) {
-			return nil, &Error{Op: req.op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: "malformed_response"}
+			return nil, &Error{Op: req.op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: CodeMalformedResponse}
 		}
 	}
 	if req.out != nil {
-		data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBody))
+		data, tooLarge, err := readBounded(resp.Body, maxResponseBody)
 		if err != nil {
 			return nil, transportError(req.op, err)
 		}
+		if tooLarge {
+			// Not parsed: no answer of the platform comes near the bound.
+			return nil, &Error{Op: req.op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: CodeResponseTooLarge}
+		}
 		if err := json.Unmarshal(data, req.out); err != nil {
-			return nil, &Error{Op: req.op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: "malformed_response"}
+			return nil, &Error{Op: req.op, Category: ProviderError, HTTPStatus: resp.StatusCode, Code: CodeMalformedResponse}
 		}
 	}
 	return resp.Header, nil

@@ -189,7 +189,7 @@ func (p *Platform) Create(ctx context.Context, opts *CreateOptions) (*Sandbox, e
 		return nil, err
 	}
 	if !bareIDPattern.MatchString(w.SandboxID) {
-		return nil, &Error{Op: op, Category: ProviderError, HTTPStatus: http.StatusCreated, Code: "malformed_response"}
+		return nil, &Error{Op: op, Category: ProviderError, HTTPStatus: http.StatusCreated, Code: CodeMalformedResponse}
 	}
 	if w.State == "" {
 		w.State = StateRunning
