@@ -226,7 +226,13 @@ func (c *client) callErr(name string, args any) (*mcp.CallToolResult, error) {
 // ok calls a tool that must succeed and returns its structured content.
 func (c *client) ok(name string, args any) map[string]any {
 	c.h.t.Helper()
-	res := c.call(name, args)
+	return c.success(name, args, c.call(name, args))
+}
+
+// success checks that res, the result of calling name with args, is a
+// success and returns its structured content.
+func (c *client) success(name string, args any, res *mcp.CallToolResult) map[string]any {
+	c.h.t.Helper()
 	if res.IsError {
 		c.h.t.Fatalf("%s(%v): unexpected tool error %s", name, args, resultJSON(c.h.t, res))
 	}
