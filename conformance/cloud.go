@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -160,11 +161,47 @@ func (c *cloudBackend) info(ctx context.Context, id string) (*sandbox.Info, bool
 
 func (c *cloudBackend) markGone(id string) { c.tracker.setState(id, SandboxGone) }
 
+// errNotCreated says that a sandbox the server reported as created started
+// before the run: the kit leaves it alone.
+var errNotCreated = errors.New("the platform says it started before the run began, so the run did not create it: left alone")
+
+// startedBeforeRun reports whether the platform says a sandbox started
+// before the run began (by more than the clock skew the cloud specs
+// allow): whatever a server claims, the run cannot have created it.
+func startedBeforeRun(in *sandbox.Info, runStart time.Time) bool {
+	return in != nil && in.StartedAt != nil && in.StartedAt.Before(runStart.Add(-cloudClockSkew))
+}
+
+// vetClaim reads a tracked sandbox from the platform (so the tokens the
+// platform issued for it join the run's secrets) and reports whether it
+// exists; a sandbox that does not is marked gone. One that the server
+// under test reported as created (any source but the kit's own) and that
+// started before the run is marked not-created, never to be destroyed, and
+// errNotCreated is returned.
+func (c *cloudBackend) vetClaim(ctx context.Context, id string) (exists bool, err error) {
+	in, ok, err := c.info(ctx, id)
+	switch {
+	case err != nil:
+		return false, err
+	case !ok:
+		return false, nil
+	case c.tracker.source(id) != SourceKit && startedBeforeRun(in, c.tracker.startedAt()):
+		c.tracker.setState(id, SandboxNotCreated)
+		return true, errNotCreated
+	}
+	return true, nil
+}
+
 // destroy destroys a sandbox the run created through the kit's SDK
-// (KillByID, no listing); a sandbox already gone is fine.
+// (KillByID, no listing); a sandbox already gone is fine. A sandbox the
+// server reported as created is first read from the platform: one that
+// started before the run is not destroyed (errNotCreated).
 func (c *cloudBackend) destroy(ctx context.Context, id string) error {
 	if !c.tracker.has(id) {
 		return fmt.Errorf("conformance: refusing to destroy %s: the run did not create it", id)
+	}
+	if exists, err := c.vetClaim(ctx, id); err != nil || !exists {
+		return err
 	}
 	cctx, cancel := context.WithTimeout(ctx, c.cfg.CallTimeout)
 	defer cancel()
@@ -204,7 +241,7 @@ func (c *cloudBackend) createExternal(ctx context.Context, spec string, timeout 
 func (c *cloudBackend) finishAll(ctx context.Context) []string {
 	var failed []string
 	for _, id := range c.tracker.alive() {
-		if err := c.destroy(ctx, id); err != nil {
+		if err := c.destroy(ctx, id); err != nil && !errors.Is(err, errNotCreated) {
 			failed = append(failed, id)
 		}
 	}
@@ -274,8 +311,11 @@ func (r errReader) Read([]byte) (int, error) {
 	return 0, io.EOF
 }
 
+// controlPlanePath reports whether a request path is one of the control
+// plane's sandbox routes (/sandboxes..., /v2/sandboxes...), under any base
+// path the provider's API URL has.
 func controlPlanePath(p string) bool {
-	return strings.HasPrefix(p, "/sandboxes") || strings.HasPrefix(p, "/v2/sandboxes")
+	return strings.Contains(p+"/", "/sandboxes/")
 }
 
 // capture records the secrets of one JSON response.

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -147,14 +148,19 @@ func (tc *TestContext) CreateExternal(ctx context.Context, timeout time.Duration
 // created while it may still live (so the tokens the platform issued for
 // it join the secrets the run scans for and redacts), closes the sessions,
 // waits for the server to destroy what its sessions created, and destroys
-// whatever is left through the kit's SDK, by ID.
-func (tc *TestContext) finishCloud(ctx context.Context) {
+// whatever is left through the kit's SDK, by ID. It returns the sandboxes
+// the server reported as created that the platform says started before
+// the run: those are someone else's, and the kit leaves them alone.
+func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 	c := tc.run.cloud
 	ctx = context.WithoutCancel(ctx) // cleanup must run even when the spec was interrupted
 	created := tc.createdSandboxes()
 	for _, cs := range created {
-		if c.tracker.isAlive(cs.id) {
-			_, _, _ = c.info(ctx, cs.id)
+		if !c.tracker.isAlive(cs.id) {
+			continue
+		}
+		if _, err := c.vetClaim(ctx, cs.id); errors.Is(err, errNotCreated) {
+			claimed = append(claimed, cs.id)
 		}
 	}
 	tc.closeSessions(ctx)
@@ -179,11 +185,14 @@ func (tc *TestContext) finishCloud(ctx context.Context) {
 		if !c.tracker.isAlive(cs.id) {
 			continue
 		}
-		if err := c.destroy(ctx, cs.id); err != nil {
+		if err := c.destroy(ctx, cs.id); errors.Is(err, errNotCreated) {
+			claimed = append(claimed, cs.id)
+			continue
+		} else if err != nil {
 			failed = append(failed, cs.id)
 			continue
 		}
-		if cs.source != SourceKit {
+		if cs.source != SourceKit && c.tracker.state(cs.id) == SandboxDestroyed {
 			left = append(left, cs.id)
 		}
 	}
@@ -195,4 +204,5 @@ func (tc *TestContext) finishCloud(ctx context.Context) {
 		ginkgo.AddReportEntry("sandboxes not destroyed",
 			fmt.Sprintf("%s could not be destroyed now; the kit retries at the end of the run", strings.Join(failed, ", ")))
 	}
+	return claimed
 }

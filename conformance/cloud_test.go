@@ -5,14 +5,17 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -35,14 +38,22 @@ const (
 	cloudRunIDEnv    = "SANDBOXKIT_CLOUD_RUN_ID"
 	cloudEvidenceEnv = "SANDBOXKIT_CLOUD_EVIDENCE_DIR"
 	cloudFilterEnv   = "SANDBOXKIT_CLOUD_LABEL_FILTER"
+	cloudForeignEnv  = "SANDBOXKIT_CLOUD_FOREIGN_ID"
+	cloudHTTPAddrEnv = "SANDBOXKIT_CLOUD_HTTP_ADDR"
 	stdioServerEnv   = "SANDBOXKIT_TEST_STDIO_SERVER"
+	httpServerEnv    = "SANDBOXKIT_TEST_HTTP_SERVER"
+	httpTokenEnv     = "SANDBOXKIT_TEST_HTTP_TOKEN"
 )
 
-// TestMain lets the test binary double as a stdio reference server on the
-// platform its environment names, for cloud runs against a server command.
+// TestMain lets the test binary double as a reference server on the
+// platform its environment names, over stdio or Streamable HTTP, for cloud
+// runs against a server command.
 func TestMain(m *testing.M) {
 	if os.Getenv(stdioServerEnv) != "" {
 		os.Exit(serveStdioForTests())
+	}
+	if addr := os.Getenv(httpServerEnv); addr != "" {
+		os.Exit(serveHTTPForTests(addr))
 	}
 	os.Exit(m.Run())
 }
@@ -64,6 +75,41 @@ func serveStdioForTests() int {
 	return 0
 }
 
+// serveHTTPForTests serves the reference server over Streamable HTTP on
+// addr, with the bearer token of $SANDBOXKIT_TEST_HTTP_TOKEN, until SIGTERM
+// or SIGINT; then it destroys its sessions' sandboxes and exits.
+func serveHTTPForTests(addr string) int {
+	p, err := sandbox.NewPlatform(&sandbox.Options{UserAgent: "sandboxkit-test-http"})
+	if err != nil {
+		return 2
+	}
+	token := os.Getenv(httpTokenEnv)
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	srv, err := server.New(&server.Deps{Platform: p, Logger: logger, Secrets: append(server.SecretsFromEnv(p, nil), token)},
+		&server.Options{Name: "sandboxkit-reference-http", Version: Version})
+	if err != nil {
+		return 2
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		logger.Error("listen", "error", err.Error())
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	hs := srv.HTTPServer(&server.HTTPOptions{Token: token})
+	go func() { _ = hs.Serve(ln) }()
+	<-ctx.Done()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code := 0
+	if err := srv.Shutdown(sctx); err != nil {
+		code = 1
+	}
+	_ = hs.Shutdown(sctx)
+	return code
+}
+
 // posingFake is a fake provider on loopback posing as a real one, with one
 // sandbox that belongs to someone else: no run may ever touch it.
 type posingFake struct {
@@ -76,7 +122,8 @@ func newPosingFake(t *testing.T) *posingFake {
 	t.Helper()
 	p := fakeprovider.New(nil) // the system clock, as a real provider
 	srv := p.Start(t)
-	foreign := p.AddSandbox(fakeprovider.SandboxSeed{EndAt: time.Now().Add(time.Hour), Metadata: map[string]string{"owner": "someone-else"}})
+	foreign := p.AddSandbox(fakeprovider.SandboxSeed{StartedAt: time.Now().Add(-time.Hour), EndAt: time.Now().Add(time.Hour),
+		Metadata: map[string]string{"owner": "someone-else"}})
 	return &posingFake{p: p, srv: srv, foreign: foreign}
 }
 
@@ -140,13 +187,14 @@ func (f *posingFake) expectKitNeverListed(t *testing.T) {
 type cloudChild struct {
 	mode, filter         string
 	stateDir, runID, dir string // dir: evidence directory, "" for none
+	httpAddr             string // mode http: where the server command listens
 }
 
 func (c cloudChild) command(f *posingFake) *exec.Cmd {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCloudChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), f.env()...)
 	cmd.Env = append(cmd.Env, cloudChildEnv+"="+c.mode, cloudStateEnv+"="+c.stateDir, cloudRunIDEnv+"="+c.runID,
-		cloudEvidenceEnv+"="+c.dir, cloudFilterEnv+"="+c.filter)
+		cloudEvidenceEnv+"="+c.dir, cloudFilterEnv+"="+c.filter, cloudForeignEnv+"="+f.foreign, cloudHTTPAddrEnv+"="+c.httpAddr)
 	return cmd
 }
 
@@ -166,6 +214,14 @@ func TestCloudChild(t *testing.T) {
 	case "stdio":
 		cfg.ServerCommand = []string{os.Args[0]}
 		cfg.ServerEnv = []string{stdioServerEnv + "=1"}
+	case "http":
+		addr := os.Getenv(cloudHTTPAddrEnv)
+		cfg.ServerCommand = []string{os.Args[0]}
+		cfg.ServerEnv = []string{httpServerEnv + "=" + addr, httpTokenEnv + "=" + testHTTPToken}
+		cfg.ServerURL = "http://" + addr + server.MCPPath
+		cfg.Headers = map[string]string{"Authorization": "Bearer " + testHTTPToken}
+	case "claims-foreign":
+		cfg.breakage = claimsForeignAsCreated(os.Getenv(cloudForeignEnv))
 	case "skips-cleanup":
 		cfg.breakage = skipsCleanup()
 	case "leaks-key":
@@ -287,23 +343,7 @@ func TestCloudModeAgainstLoopbackFake(t *testing.T) {
 	// The bundle: everything required of cloud evidence passed; only the
 	// loopback host (and, under go test, the unstamped revision) keep it
 	// from verifying as cloud evidence.
-	verr := &evidence.VerifyError{}
-	if err := evidence.Verify(child.dir, nil); !errors.As(err, &verr) {
-		t.Fatalf("Verify: %v, want problems about the loopback API host", err)
-	}
-	sawHost := false
-	for _, p := range verr.Problems {
-		switch {
-		case strings.Contains(p.Message, "loopback or a reserved test name"):
-			sawHost = true
-		case strings.Contains(p.Message, "unknown kit revision"):
-		default:
-			t.Errorf("unexpected verification problem: %s", p)
-		}
-	}
-	if !sawHost {
-		t.Error("a cloud bundle from a loopback API host must not verify")
-	}
+	expectVerifiesButForLoopbackHost(t, child.dir)
 	b, err := evidence.Read(child.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -334,20 +374,7 @@ func TestCloudModeAgainstLoopbackFake(t *testing.T) {
 // any of its canaries.
 func expectNoFakeSecrets(t *testing.T, f *posingFake, dir string) {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	secrets := f.p.Canaries()
-	for _, e := range entries {
-		data, _ := os.ReadFile(filepath.Join(dir, e.Name()))
-		lower := strings.ToLower(string(data))
-		for _, s := range secrets {
-			if strings.Contains(lower, strings.ToLower(s)) {
-				t.Errorf("%s holds a secret of the provider (%.12s...)", e.Name(), s)
-			}
-		}
-	}
+	expectNotInBundle(t, dir, f.p.Canaries()...)
 }
 
 // TestCloudModeStdioTarget runs the cloud-only specs against a stdio server
@@ -365,6 +392,7 @@ func TestCloudModeStdioTarget(t *testing.T) {
 	}
 	f.expectOnlyForeignLeft(t)
 	f.expectKitNeverListed(t)
+	expectStateAllDestroyed(t, child.stateDir, child.runID)
 	b, err := evidence.Read(child.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -470,18 +498,7 @@ func TestSweepAfterInterruptedRun(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if rec, err := ReadRun(child.stateDir, child.runID); err == nil && rec.Alive() > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-			t.Fatalf("the run never tracked a sandbox\n%s", tail(out.Bytes()))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitTracked(t, cmd, child, "", &out)
 	_ = cmd.Process.Kill() // SIGKILL: no cleanup runs
 	_ = cmd.Wait()
 	rec, err := ReadRun(child.stateDir, child.runID)
@@ -522,12 +539,14 @@ func TestSweepAfterInterruptedRun(t *testing.T) {
 
 // TestSweepOnlyDestroysTheRunsSandboxes checks sweeping without a child
 // run: only the IDs of the state file, never a listing, not while the run's
-// process lives (unless forced), and a sandbox already gone is fine.
+// process lives (unless forced), a sandbox already gone is fine, and one
+// the server claimed but that started before the run is left alone.
 func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 	f := newPosingFake(t)
 	a := f.p.AddSandbox(fakeprovider.SandboxSeed{})
 	b := f.p.AddSandbox(fakeprovider.SandboxSeed{})
 	gone := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	old := f.p.AddSandbox(fakeprovider.SandboxSeed{StartedAt: time.Now().Add(-10 * time.Minute), EndAt: time.Now().Add(time.Hour)})
 	dir := t.TempDir()
 	host, _ := os.Hostname()
 	tr, err := newTracker(dir, RunRecord{Format: runRecordFormat, RunID: "unit-run", ProviderID: "e2b", APIHost: f.host(),
@@ -535,9 +554,10 @@ func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range []string{a, b, gone} {
+	for _, id := range []string{a, gone, old} {
 		tr.track(id, SourceCreate, "unit")
 	}
+	tr.track(b, SourceKit, "unit")
 	if _, err := newTracker(dir, RunRecord{RunID: "unit-run"}); err == nil {
 		t.Error("a second run with the same ID must be refused")
 	}
@@ -570,13 +590,18 @@ func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 	slices.Sort(res.Destroyed)
 	want := []string{a, b}
 	slices.Sort(want)
-	if !slices.Equal(res.Destroyed, want) || !slices.Equal(res.AlreadyGone, []string{gone}) {
-		t.Errorf("sweep: destroyed %v, already gone %v; want %v and [%s]", res.Destroyed, res.AlreadyGone, want, gone)
+	if !slices.Equal(res.Destroyed, want) || !slices.Equal(res.AlreadyGone, []string{gone}) || !slices.Equal(res.NotCreated, []string{old}) {
+		t.Errorf("sweep: destroyed %v, already gone %v, left alone %v; want %v, [%s] and [%s]", res.Destroyed, res.AlreadyGone, res.NotCreated, want, gone, old)
 	}
-	f.expectOnlyForeignLeft(t)
+	if live := f.liveIDs(); !slices.Contains(live, old) || !slices.Contains(live, f.foreign) || len(live) != 2 {
+		t.Errorf("live after the sweep: %v, want only the foreign %s and the old %s", live, f.foreign, old)
+	}
 	for _, e := range f.p.Journal().Entries() {
-		if e.Op != sandbox.OpKillSandbox {
-			t.Errorf("sweep made a %s request; it may only destroy by ID", e.Op)
+		if e.Op != sandbox.OpKillSandbox && e.Op != sandbox.OpGetSandbox {
+			t.Errorf("sweep made a %s request; it may only read and destroy by ID", e.Op)
+		}
+		if e.Op == sandbox.OpKillSandbox && (e.SandboxID == old || e.SandboxID == f.foreign) {
+			t.Errorf("sweep destroyed %s, which the run did not create", e.SandboxID)
 		}
 	}
 	runs, err := ListRuns(dir)

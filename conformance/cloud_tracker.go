@@ -53,7 +53,9 @@ type TrackedSandbox struct {
 	Spec   string    `json:"spec,omitempty"`
 	SeenAt time.Time `json:"seen_at"`
 	// State is alive (may still exist), gone (the provider said it does not
-	// exist) or destroyed (the kit destroyed it).
+	// exist), destroyed (the kit destroyed it) or not-created (the server
+	// reported it as created, but the provider says it started before the
+	// run: never destroyed).
 	State string `json:"state"`
 }
 
@@ -66,6 +68,10 @@ const (
 	SandboxAlive     = "alive"
 	SandboxGone      = "gone"
 	SandboxDestroyed = "destroyed"
+	// SandboxNotCreated is a sandbox the server reported as created by its
+	// session that the platform says started before the run began: the
+	// run did not create it, so the kit never destroys it.
+	SandboxNotCreated = "not-created"
 )
 
 const runRecordFormat = 1
@@ -126,6 +132,13 @@ func newTracker(dir string, rec RunRecord) (*tracker, error) {
 
 func (t *tracker) runID() string { return t.rec.RunID }
 
+// writeErr returns the last failure to write the state file, if any.
+func (t *tracker) writeErr() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
 // saveLocked writes the record atomically (temporary file, then rename).
 func (t *tracker) saveLocked() error {
 	data, err := json.MarshalIndent(t.rec, "", "  ")
@@ -167,6 +180,35 @@ func (t *tracker) has(id string) bool {
 		}
 	}
 	return false
+}
+
+// state returns a tracked sandbox's state ("" when untracked).
+func (t *tracker) state(id string) string {
+	return t.lookup(id, func(s *TrackedSandbox) string { return s.State })
+}
+
+// source returns how a tracked sandbox was created ("" when untracked).
+func (t *tracker) source(id string) string {
+	return t.lookup(id, func(s *TrackedSandbox) string { return s.Source })
+}
+
+// lookup returns field of the tracked sandbox id ("" when untracked).
+func (t *tracker) lookup(id string, field func(*TrackedSandbox) string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range t.rec.Sandboxes {
+		if t.rec.Sandboxes[i].ID == id {
+			return field(&t.rec.Sandboxes[i])
+		}
+	}
+	return ""
+}
+
+// startedAt is when the run began, by the kit's clock.
+func (t *tracker) startedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.rec.StartedAt
 }
 
 // isAlive reports whether a tracked sandbox is not known to be gone.
@@ -313,6 +355,9 @@ type SweepResult struct {
 	Destroyed   []string
 	AlreadyGone []string
 	Failed      map[string]string
+	// NotCreated were reported by the server under test as created, but
+	// the platform says they started before the run: left alone.
+	NotCreated []string
 }
 
 // ErrRunInProgress is returned by [Sweep] for a run whose process is
@@ -321,9 +366,11 @@ var ErrRunInProgress = errors.New("the run is still in progress")
 
 // Sweep destroys the sandboxes an interrupted cloud run created and left
 // alive: exactly the IDs of its state file, each with KillByID. It never
-// lists the account and never touches any other sandbox. A sandbox already
-// gone counts as done. The state file is updated as it goes, so a sweep can
-// be repeated.
+// lists the account and never touches any other sandbox. A sandbox the
+// server under test reported as created is read first (GetInfoByID) and
+// left alone when the platform says it started before the run. A sandbox
+// already gone counts as done. The state file is updated as it goes, so a
+// sweep can be repeated.
 func Sweep(ctx context.Context, opts *SweepOptions) (*SweepResult, error) {
 	if opts == nil || opts.RunID == "" {
 		return nil, errors.New("sweep: a run ID is required (sweeping is per run)")
@@ -361,9 +408,21 @@ func Sweep(ctx context.Context, opts *SweepOptions) (*SweepResult, error) {
 	res := &SweepResult{RunID: rec.RunID, Failed: map[string]string{}}
 	for _, id := range t.alive() {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := p.KillByID(cctx, id, nil)
+		var err error
+		notCreated := false
+		if t.source(id) != SourceKit {
+			var in *sandbox.Info
+			in, err = p.GetInfoByID(cctx, id, nil)
+			notCreated = err == nil && startedBeforeRun(in, rec.StartedAt)
+		}
+		if err == nil && !notCreated {
+			err = p.KillByID(cctx, id, nil)
+		}
 		cancel()
 		switch {
+		case notCreated:
+			t.setState(id, SandboxNotCreated)
+			res.NotCreated = append(res.NotCreated, id)
 		case err == nil:
 			t.setState(id, SandboxDestroyed)
 			res.Destroyed = append(res.Destroyed, id)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,8 +182,12 @@ func (tc *TestContext) Transcript() []Exchange {
 // settle timeout, for the server to destroy the sandboxes they created.
 func (tc *TestContext) finish(ctx context.Context) {
 	if tc.run.cloud != nil {
-		tc.finishCloud(ctx)
+		claimed := tc.finishCloud(ctx)
 		tc.run.rec.specDone(tc)
+		if len(claimed) > 0 {
+			ginkgo.Fail(fmt.Sprintf("the server reported %s as created by its sessions, but the platform says it started before the run began: "+
+				"the run did not create it, so the kit left it alone (it destroys only what the run created)", strings.Join(claimed, ", ")))
+		}
 		return
 	}
 	tc.closeSessions(ctx)

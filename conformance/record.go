@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -57,6 +58,11 @@ func (rec *recorder) attach(r *runState) {
 	}
 	for _, v := range rec.cfg.Headers {
 		rec.redactor.Add(v, headerSecret(v))
+	}
+	for _, kv := range rec.cfg.ServerEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok && secretName(k) {
+			rec.redactor.Add(v)
+		}
 	}
 }
 
@@ -124,6 +130,13 @@ func (rec *recorder) writeCloudSummary(w io.Writer) {
 	cl := cleanupStats(rr, nil)
 	fmt.Fprintf(w, "cloud run %s at %s: %d sandbox(es) created and tracked; %d already gone when checked, %d destroyed by the kit\n",
 		rec.runID, rr.APIHost, cl.Tracked, cl.Gone, cl.DestroyedByKit)
+	if len(cl.NotCreated) > 0 {
+		fmt.Fprintf(w, "NOT DESTROYED, not created by the run: the server reported %s as created, but the platform says it started before the run\n",
+			strings.Join(cl.NotCreated, ", "))
+	}
+	if err := r.cloud.tracker.writeErr(); err != nil {
+		fmt.Fprintf(w, "STATE FILE NOT UPDATED: %v: it may not list every sandbox the run created\n", err)
+	}
 	rec.mu.Lock()
 	failed := append([]string(nil), rec.failedCleanup...)
 	rec.mu.Unlock()
@@ -141,6 +154,8 @@ func cleanupStats(rr RunRecord, failed []string) *evidence.Cleanup {
 			c.Gone++
 		case SandboxDestroyed:
 			c.DestroyedByKit++
+		case SandboxNotCreated:
+			c.NotCreated = append(c.NotCreated, s.ID)
 		}
 	}
 	return c
@@ -169,6 +184,9 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		StartedAt:   rec.started,
 		EndedAt:     time.Now().UTC(),
 		Config:      cfg.redacted(),
+	}
+	if cfg.Kind() == TargetHTTP && len(cfg.ServerCommand) == 0 {
+		m.Config["server_log"] = "not captured: the server was already running (the kit did not start it)"
 	}
 	rec.mu.Lock()
 	for k, v := range rec.selection {
@@ -209,6 +227,7 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		order[s.ID] = i
 	}
 	var results []evidence.SpecResult
+	selected := rec.labelFilter()
 	for _, sr := range report.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			continue
@@ -219,7 +238,7 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		}
 		msg := strings.TrimSpace(sr.Failure.Message)
 		if sr.State.Is(types.SpecStateSkipped) && msg == "" {
-			msg = "not selected"
+			msg = notRunReason(cfg, report, selected, sr.Labels())
 		}
 		results = append(results, evidence.SpecResult{
 			ID: id, Title: strings.TrimPrefix(sr.LeafNodeText, "["+id+"] "), Family: string(fam), Rules: rules,
@@ -240,6 +259,35 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		}
 	}
 	return &evidence.Bundle{Manifest: m, Results: results, Transcript: tr, ServerLog: serverLog}
+}
+
+// labelFilter returns the run's label filter as a predicate over a spec's
+// labels; a filter that does not parse selects everything.
+func (rec *recorder) labelFilter() types.LabelFilter {
+	rec.mu.Lock()
+	query, _ := rec.selection["label_filter"].(string)
+	rec.mu.Unlock()
+	f, err := types.ParseLabelFilter(query)
+	if err != nil {
+		return func([]string) bool { return true }
+	}
+	return f
+}
+
+// notRunReason says why a spec that Ginkgo skipped without a message did
+// not run: the fake it needs is absent in cloud mode, the run stopped
+// before it (an interrupt, the suite timeout, fail-fast), or the selection
+// left it out.
+func notRunReason(cfg *Config, report ginkgo.Report, selected types.LabelFilter, labels []string) string {
+	switch {
+	case cfg.Cloud && slices.Contains(labels, LabelNeedsFake):
+		return "not run in cloud mode: needs the fake provider (fault injection, journal or seeding)"
+	case selected(labels) && len(report.SpecialSuiteFailureReasons) > 0:
+		return "not run: the run stopped before it (" + strings.Join(report.SpecialSuiteFailureReasons, "; ") + ")"
+	case selected(labels) && report.SuiteConfig.FailFast && !report.SuiteSucceeded:
+		return "not run: the run stopped at the first failure (fail-fast)"
+	}
+	return "not selected"
 }
 
 // elideJSON redacts and shortens every long string of a JSON value; text

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
 // RunOptions select specs and reports for [RunWith]. Zero values keep
@@ -49,10 +52,12 @@ func Run(t ginkgo.GinkgoTestingT, cfg *Config) bool { return RunWith(t, cfg, nil
 
 // RunWith is [Run] with explicit spec selection and reports.
 //
-// The configuration is validated first; an invalid one (in cloud mode: no
-// provider credentials in the environment) fails t and returns false
-// before any spec is registered or run. In cloud mode the label filter
-// gains "!needs-fake".
+// The configuration is validated first, and the evidence directory, when
+// one is given, must not exist or be empty; otherwise (in cloud mode also
+// without provider credentials in the environment) RunWith fails t and
+// returns false before any spec is registered or run. In cloud mode the
+// label filter gains "!needs-fake", and the run's ID and state file are
+// printed to the summary writer first.
 func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if opts == nil {
 		opts = &RunOptions{}
@@ -61,12 +66,20 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if summary == nil {
 		summary = os.Stdout
 	}
-	if err := cfg.Validate(); err != nil {
+	err := cfg.Validate()
+	if err == nil && opts.EvidenceDir != "" && !opts.DryRun {
+		err = evidence.CheckDir(opts.EvidenceDir)
+	}
+	if err != nil {
 		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
 		t.Fail()
 		return false
 	}
 	rec := newRecorder(cfg)
+	if cfg.Cloud && !opts.DryRun {
+		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
+			rec.runID, filepath.Join(cfg.stateDir(), rec.runID+".json"), rec.runID, cfg.stateDir())
+	}
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	describe(cfg, rec)
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {

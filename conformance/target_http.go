@@ -89,9 +89,15 @@ func (t *httpTarget) stop() {
 	_ = t.cmd.Process.Signal(syscall.SIGTERM)
 	done := make(chan struct{})
 	go func() { _ = t.cmd.Wait(); close(done) }()
+	// The server destroys its sessions' sandboxes before it exits: give it
+	// longer against a real provider.
+	wait := 10 * time.Second
+	if t.cfg.Cloud {
+		wait = max(wait, t.cfg.settle())
+	}
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(wait):
 		_ = t.cmd.Process.Kill()
 		<-done
 	}

@@ -119,8 +119,9 @@ type Totals struct {
 
 // Cleanup accounts for the sandboxes a cloud run created.
 type Cleanup struct {
-	// Tracked counts the sandboxes the run created (through the server or
-	// the kit's own SDK) and tracked from the moment their ID was seen.
+	// Tracked counts the sandboxes tracked from the moment their ID was
+	// seen: those the run created (through the server or the kit's own
+	// SDK), and those of NotCreated.
 	Tracked int `json:"tracked"`
 	// Gone counts those already destroyed when the kit checked (by the
 	// server when their session ended, or by a spec).
@@ -130,6 +131,10 @@ type Cleanup struct {
 	DestroyedByKit int `json:"destroyed_by_kit"`
 	// Failed lists the IDs the kit could not destroy; sweep the run.
 	Failed []string `json:"failed,omitempty"`
+	// NotCreated lists the IDs the server reported as created by its
+	// sessions that the platform says started before the run: someone
+	// else's sandboxes, which the kit left alone.
+	NotCreated []string `json:"not_created,omitempty"`
 }
 
 // SpecResult is one spec's outcome.
@@ -236,10 +241,8 @@ func Write(dir string, b *Bundle, r *Redactor) error {
 	}
 	files[FileChecksums] = checksums(files, names)
 
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("evidence: %s exists and is not empty", dir)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("evidence: %w", err)
+	if err := CheckDir(dir); err != nil {
+		return err
 	}
 	parent := filepath.Dir(filepath.Clean(dir))
 	if err := os.MkdirAll(parent, 0o755); err != nil {
@@ -263,6 +266,21 @@ func Write(dir string, b *Bundle, r *Redactor) error {
 		return fmt.Errorf("evidence: %w", err)
 	}
 	return nil
+}
+
+// CheckDir reports whether [Write] may write a bundle to dir: dir must not
+// exist, or be an empty directory. A run checks it before it starts, so
+// that a cloud run does not create sandboxes for a bundle it cannot write.
+func CheckDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case err == nil && len(entries) > 0:
+		return fmt.Errorf("evidence: %s exists and is not empty", dir)
+	case err == nil, errors.Is(err, os.ErrNotExist):
+		return nil
+	default:
+		return fmt.Errorf("evidence: %w", err)
+	}
 }
 
 // render builds every file but SHA256SUMS, unredacted.

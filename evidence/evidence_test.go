@@ -376,3 +376,98 @@ func TestRequiredLists(t *testing.T) {
 		t.Error("a path as kit version must be refused")
 	}
 }
+
+// TestVerifyFailsOnAnyChangedByte changes, deletes or adds one byte of
+// each file of a verifying bundle (every byte of the first line of
+// SHA256SUMS, a spread of the rest): each time the bundle must no longer
+// verify.
+func TestVerifyFailsOnAnyChangedByte(t *testing.T) {
+	dir := write(t, sampleBundle(t, ModeCloud), nil)
+	if err := Verify(dir, &VerifyOptions{Cloud: true}); err != nil {
+		t.Fatalf("the fresh bundle does not verify: %v", err)
+	}
+	for _, name := range append(append([]string(nil), bundleFiles...), FileChecksums) {
+		path := filepath.Join(dir, name)
+		orig, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var positions []int
+		if name == FileChecksums {
+			for i := 0; i <= bytes.IndexByte(orig, '\n'); i++ {
+				positions = append(positions, i)
+			}
+		}
+		for i := 0; i < len(orig); i += max(1, len(orig)/8) {
+			positions = append(positions, i)
+		}
+		if n := len(orig); n > 0 {
+			positions = append(positions, n-1)
+		}
+		try := func(what string, data []byte) {
+			t.Helper()
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := Verify(dir, nil); err == nil {
+				t.Errorf("%s: %s: the bundle still verifies", name, what)
+			}
+		}
+		for _, i := range positions {
+			changed := bytes.Clone(orig)
+			changed[i] ^= 0x01
+			try(fmt.Sprintf("byte %d changed", i), changed)
+			try(fmt.Sprintf("byte %d deleted", i), append(bytes.Clone(orig[:i]), orig[i+1:]...))
+		}
+		try("a byte appended", append(bytes.Clone(orig), '\n'))
+		if name == FileChecksums {
+			lines := strings.SplitAfter(string(orig), "\n")
+			lines[0], lines[1] = lines[1], lines[0]
+			try("two lines swapped", []byte(strings.Join(lines, "")))
+			try("CRLF line ends", bytes.ReplaceAll(orig, []byte("\n"), []byte("\r\n")))
+		}
+		if err := os.WriteFile(path, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := Verify(dir, &VerifyOptions{Cloud: true}); err != nil {
+		t.Fatalf("the restored bundle does not verify: %v", err)
+	}
+}
+
+func TestCheckDir(t *testing.T) {
+	parent := t.TempDir()
+	if err := CheckDir(filepath.Join(parent, "absent")); err != nil {
+		t.Errorf("an absent directory: %v", err)
+	}
+	if err := CheckDir(parent); err != nil {
+		t.Errorf("an empty directory: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(parent, "x"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckDir(parent); err == nil || !strings.Contains(err.Error(), "not empty") {
+		t.Errorf("a non-empty directory: %v", err)
+	}
+	if err := CheckDir(filepath.Join(parent, "x")); err == nil {
+		t.Error("a file is no bundle directory")
+	}
+}
+
+// TestCleanupNotCreatedIsShown: sandboxes a server claimed that the run did
+// not create are named in the summary and on the rendered page.
+func TestCleanupNotCreatedIsShown(t *testing.T) {
+	b := sampleBundle(t, ModeCloud)
+	b.Manifest.Cleanup.NotCreated = []string{"sbxsomeoneelses0001"}
+	dir := write(t, b, nil)
+	summary, _ := os.ReadFile(filepath.Join(dir, FileSummary))
+	var page bytes.Buffer
+	if err := Render(&page, dir); err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{FileSummary: string(summary), "the page": page.String()} {
+		if !strings.Contains(text, "sbxsomeoneelses0001") || !strings.Contains(text, "not created by the run") {
+			t.Errorf("%s does not name the sandbox the run did not create", name)
+		}
+	}
+}

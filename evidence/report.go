@@ -141,6 +141,9 @@ func summaryMarkdown(m Manifest, results []SpecResult) []byte {
 	if c := m.Cleanup; c != nil {
 		row("sandboxes", fmt.Sprintf("%d created and tracked; %d already gone when checked; %d destroyed by the kit; %d not destroyed",
 			c.Tracked, c.Gone, c.DestroyedByKit, len(c.Failed)))
+		if len(c.NotCreated) > 0 {
+			row("not created by the run", strings.Join(c.NotCreated, " ")+" (the server reported them as created; they started before the run; left alone)")
+		}
 	}
 	b.WriteString("\n## Results\n\n| spec | rules | state | duration |\n|---|---|---|---|\n")
 	var skipped []string

@@ -58,7 +58,8 @@ func (e *VerifyError) Error() string {
 // Verify checks the bundle in dir and returns a *VerifyError listing every
 // problem, or nil:
 //
-//   - SHA256SUMS covers exactly the bundle's files and every hash matches;
+//   - SHA256SUMS covers exactly the bundle's files, in the form [Write]
+//     writes it, and every hash matches;
 //   - the manifest states the format, the mode (cloud or loopback), the
 //     run ID and the kit version, and its totals match the results;
 //   - every spec the kit version's required list names for the mode is
@@ -103,20 +104,24 @@ func (v *verifier) run(opts *VerifyOptions) {
 		v.add(FileChecksums, "missing: the bundle's files cannot be checked")
 	} else {
 		sc := bufio.NewScanner(bytes.NewReader(sums))
-		n := 0
+		n, malformed := 0, false
+		hashes := map[string][]byte{}
 		for sc.Scan() {
 			n++
 			m := sumLine.FindStringSubmatch(sc.Text())
 			if m == nil {
 				v.add(FileChecksums, "line %d is not \"<sha256>  <file>\"", n)
+				malformed = true
 				continue
 			}
 			name := m[2]
 			if listed[name] || name == FileChecksums {
 				v.add(FileChecksums, "line %d: %s listed twice or lists itself", n, name)
+				malformed = true
 				continue
 			}
 			listed[name] = true
+			hashes[name] = []byte(m[1])
 			data, err := os.ReadFile(filepath.Join(v.dir, name))
 			if err != nil {
 				v.add(name, "listed in SHA256SUMS but missing")
@@ -126,6 +131,12 @@ func (v *verifier) run(opts *VerifyOptions) {
 			if hex.EncodeToString(sum[:]) != m[1] {
 				v.add(name, "SHA-256 does not match SHA256SUMS: the file was changed")
 			}
+		}
+		// The writer lists the files sorted by name, one line each ending
+		// in a newline: any other form (lines reordered, a newline dropped
+		// or turned into CRLF) means the file was edited.
+		if !malformed && !bytes.Equal(canonicalSums(hashes), sums) {
+			v.add(FileChecksums, "not in the form the writer produces (lines sorted by file name, each ending in a newline): the file was changed")
 		}
 	}
 	entries, _ := os.ReadDir(v.dir)
@@ -185,6 +196,21 @@ func (v *verifier) run(opts *VerifyOptions) {
 	}
 	v.manifest(m, results, opts)
 	v.results(m, results)
+}
+
+// canonicalSums is SHA256SUMS as [Write] writes it for these hashes (hex,
+// by file name).
+func canonicalSums(hashes map[string][]byte) []byte {
+	names := make([]string, 0, len(hashes))
+	for name := range hashes {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b bytes.Buffer
+	for _, name := range names {
+		fmt.Fprintf(&b, "%s  %s\n", hashes[name], name)
+	}
+	return b.Bytes()
 }
 
 func (v *verifier) manifest(m Manifest, results []SpecResult, opts *VerifyOptions) {

@@ -37,7 +37,8 @@ func newEvidenceVerifyCommand() *cobra.Command {
 		Short: "Check a bundle: hashes, required specs, secrets, mode",
 		Long: `verify checks an evidence bundle and lists every problem:
 
-  - SHA256SUMS covers exactly the bundle's files and every hash matches;
+  - SHA256SUMS covers exactly the bundle's files, in the form the writer
+    produces, and every hash matches;
   - every spec that the bundle's kit version requires for its mode (the list
     evidence/required/<version>.txt) is present and passed, and none failed;
   - no file holds a secret pattern (API keys, bearer tokens, credential

@@ -26,7 +26,9 @@ it creates in a state file (<state dir>/<run ID>.json) the moment it sees
 the ID, and destroys them all at the end. When a run is killed before it
 ends, sweep destroys exactly the sandboxes of that run's state file that are
 not known to be gone, by ID (KillByID). It never lists the account and never
-touches any other sandbox. A sandbox already gone counts as done; the state
+touches any other sandbox: a sandbox the server under test reported as
+created is read first (by ID) and left alone when the provider says it
+started before the run. A sandbox already gone counts as done; the state
 file is updated, so a sweep can be repeated.
 
 The provider credentials come from the environment (E2B_API_KEY, E2B_API_URL,
@@ -52,6 +54,9 @@ Examples:
 				}
 				for _, id := range res.AlreadyGone {
 					fmt.Fprintf(out, "already gone %s\n", id)
+				}
+				for _, id := range res.NotCreated {
+					fmt.Fprintf(out, "left alone %s (started before the run: not created by it)\n", id)
 				}
 				failed := make([]string, 0, len(res.Failed))
 				for id := range res.Failed {

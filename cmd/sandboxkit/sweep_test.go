@@ -1,0 +1,103 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/conformance"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// TestSweepCommandAgainstLoopbackFake sweeps the state file of an
+// interrupted run against the fake provider on loopback: it destroys the
+// run's leftovers, counts one already gone, leaves alone one the server
+// claimed that started before the run, and never touches a sandbox the
+// state file does not name.
+func TestSweepCommandAgainstLoopbackFake(t *testing.T) {
+	p := fakeprovider.New(nil)
+	srv := p.Start(t)
+	t.Setenv(sandbox.EnvAPIURL, srv.URL())
+	t.Setenv(sandbox.EnvAPIKey, p.APIKey())
+	t.Setenv(sandbox.EnvDomain, fakeprovider.DomainSuffix)
+	t.Setenv(sandbox.EnvSandboxURL, srv.URL())
+
+	foreign := p.AddSandbox(fakeprovider.SandboxSeed{})
+	left := p.AddSandbox(fakeprovider.SandboxSeed{})
+	ext := p.AddSandbox(fakeprovider.SandboxSeed{})
+	claimed := p.AddSandbox(fakeprovider.SandboxSeed{StartedAt: time.Now().Add(-time.Hour), EndAt: time.Now().Add(time.Hour)})
+	const gone = "sbxgone000000000000000"
+
+	host := strings.TrimPrefix(srv.URL(), "http://")
+	rec := conformance.RunRecord{
+		Format: 1, RunID: "cli-interrupted", KitVersion: conformance.Version, ProviderID: sandbox.DefaultProviderID,
+		APIHost: host, Host: "elsewhere", PID: 0, StartedAt: time.Now().UTC(),
+		Sandboxes: []conformance.TrackedSandbox{
+			{ID: left, Source: conformance.SourceCreate, State: conformance.SandboxAlive},
+			{ID: ext, Source: conformance.SourceKit, State: conformance.SandboxAlive},
+			{ID: gone, Source: conformance.SourceImplicit, State: conformance.SandboxAlive},
+			{ID: claimed, Source: conformance.SourceImplicit, State: conformance.SandboxAlive},
+		},
+	}
+	state := t.TempDir()
+	data, _ := json.Marshal(rec)
+	if err := os.WriteFile(filepath.Join(state, rec.RunID+".json"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	out, err := run(t, "sweep", "--list", "--state-dir", state)
+	if err != nil || !strings.Contains(out, "cli-interrupted") || !strings.Contains(out, "interrupted or running") {
+		t.Errorf("sweep --list: %v\n%s", err, out)
+	}
+	out, err = run(t, "sweep", "--run", rec.RunID, "--state-dir", state)
+	if err != nil {
+		t.Fatalf("sweep --run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"destroyed " + left, "destroyed " + ext, "already gone " + gone, "left alone " + claimed,
+		"2 destroyed, 1 already gone, 0 failed"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("sweep output lacks %q:\n%s", want, out)
+		}
+	}
+	var live []string
+	for _, r := range p.LiveSandboxes() {
+		live = append(live, r.ID)
+	}
+	want := []string{foreign, claimed}
+	slices.Sort(live)
+	slices.Sort(want)
+	if !slices.Equal(live, want) {
+		t.Errorf("live after the sweep: %v, want %v (the foreign and the claimed sandboxes)", live, want)
+	}
+	after, err := conformance.ReadRun(state, rec.RunID)
+	if err != nil || after.Alive() != 0 {
+		t.Errorf("state file after the sweep: %+v, %v", after, err)
+	}
+	if out, err := run(t, "sweep", "--run", rec.RunID, "--state-dir", state); err != nil || !strings.Contains(out, "0 destroyed, 0 already gone, 0 failed") {
+		t.Errorf("a second sweep: %v\n%s", err, out)
+	}
+}
+
+// TestConformCloudChecksTheEvidenceDirFirst: a cloud run whose bundle
+// could not be written is refused before it creates anything.
+func TestConformCloudChecksTheEvidenceDirFirst(t *testing.T) {
+	t.Setenv(sandbox.EnvAPIKey, "e2b_"+strings.Repeat("cd", 20))
+	t.Setenv(sandbox.EnvAPIURL, "http://127.0.0.1:1") // never a real provider, should the check fail
+	busy := t.TempDir()
+	if err := os.WriteFile(filepath.Join(busy, "old.txt"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state := t.TempDir()
+	out, err := run(t, "conform", "--cloud", "--evidence-dir", busy, "--state-dir", state)
+	if err == nil || !strings.Contains(out, "not started") || !strings.Contains(out, "not empty") {
+		t.Fatalf("conform --cloud into a non-empty evidence directory: %v\n%s", err, out)
+	}
+	if entries, _ := os.ReadDir(state); len(entries) != 0 {
+		t.Errorf("the refused run left state files: %v", entries)
+	}
+}
