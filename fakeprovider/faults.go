@@ -1,8 +1,10 @@
 package fakeprovider
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -251,6 +253,9 @@ func checkOversize(f Fault) {
 func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op string, h *FaultHandle) (http.ResponseWriter, bool) {
 	f := h.fault
 	ctx := r.Context()
+	if (f.Hang || f.Delay > 0) && !readBodyFirst(r) {
+		return nil, true
+	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
@@ -297,6 +302,24 @@ func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op string,
 		return w, false
 	}
 	return nil, true
+}
+
+// readBodyFirst reads the body of a request a fault is about to hold into
+// memory, for the handler to read after all. Over a real connection,
+// net/http watches for the client going away (and ends the request's
+// context) only once the body has been read: unread, a held request would
+// outlive its client. It reports false when the read failed (the client is
+// gone).
+func readBodyFirst(r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(data))
+	return true
 }
 
 // faultKind names what f does, for the journal: its outcome when it has one
