@@ -22,6 +22,16 @@ type brokenVariant struct {
 	make   func() *breakage
 }
 
+// focusedSpecs names, for some variants, the specs written for that kind
+// of defect: the variant's child run runs only them (the rest of the
+// family would wait out every deadline the variant ignores), and each must
+// fail.
+var focusedSpecs = map[string][]string{
+	"ignores-provider-deadline":  {"errors.hang", "errors.drip"},
+	"abandons-provider-requests": {"errors.hang"},
+	"ignores-max-bytes":          {"errors.oversized"},
+}
+
 // brokenVariants are the kit's power test: each must make at least one
 // spec of its family fail.
 func brokenVariants() []brokenVariant {
@@ -33,6 +43,9 @@ func brokenVariants() []brokenVariant {
 		{"renews-after-close", FamilyRenewal, "renews a sandbox after destroying it", renewsAfterClose},
 		{"leaks-access-token", FamilyLeakage, "adds the sandbox's envd access token to metadata results", leaksAccessToken},
 		{"passes-provider-message", FamilyErrors, "appends the provider's raw error message to tool errors", passesProviderMessage},
+		{"ignores-provider-deadline", FamilyErrors, "waits for the provider as long as it takes", ignoresProviderDeadline},
+		{"abandons-provider-requests", FamilyErrors, "stops waiting for the provider at its deadline without cancelling the request", abandonsProviderRequests},
+		{"ignores-max-bytes", FamilyErrors, "ignores download_file's max_bytes", ignoresMaxBytes},
 		{"destroys-external-at-close", FamilyCleanup, "destroys every sandbox it has seen when it destroys one", destroysExternalAtClose},
 		{"skips-cleanup", FamilyCleanup, "never destroys sandboxes", skipsCleanup},
 		{"nonzero-exit-is-error", FamilyExec, "reports a non-zero exit as a tool error", nonzeroExitIsError},

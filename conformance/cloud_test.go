@@ -33,16 +33,17 @@ import (
 // fake lives in the parent, so the parent sees what the run left behind.
 
 const (
-	cloudChildEnv    = "SANDBOXKIT_CLOUD_CHILD"
-	cloudStateEnv    = "SANDBOXKIT_CLOUD_STATE_DIR"
-	cloudRunIDEnv    = "SANDBOXKIT_CLOUD_RUN_ID"
-	cloudEvidenceEnv = "SANDBOXKIT_CLOUD_EVIDENCE_DIR"
-	cloudFilterEnv   = "SANDBOXKIT_CLOUD_LABEL_FILTER"
-	cloudForeignEnv  = "SANDBOXKIT_CLOUD_FOREIGN_ID"
-	cloudHTTPAddrEnv = "SANDBOXKIT_CLOUD_HTTP_ADDR"
-	stdioServerEnv   = "SANDBOXKIT_TEST_STDIO_SERVER"
-	httpServerEnv    = "SANDBOXKIT_TEST_HTTP_SERVER"
-	httpTokenEnv     = "SANDBOXKIT_TEST_HTTP_TOKEN"
+	cloudChildEnv      = "SANDBOXKIT_CLOUD_CHILD"
+	cloudStateEnv      = "SANDBOXKIT_CLOUD_STATE_DIR"
+	cloudRunIDEnv      = "SANDBOXKIT_CLOUD_RUN_ID"
+	cloudEvidenceEnv   = "SANDBOXKIT_CLOUD_EVIDENCE_DIR"
+	cloudFilterEnv     = "SANDBOXKIT_CLOUD_LABEL_FILTER"
+	cloudForeignEnv    = "SANDBOXKIT_CLOUD_FOREIGN_ID"
+	cloudHTTPAddrEnv   = "SANDBOXKIT_CLOUD_HTTP_ADDR"
+	stdioServerEnv     = "SANDBOXKIT_TEST_STDIO_SERVER"
+	httpServerEnv      = "SANDBOXKIT_TEST_HTTP_SERVER"
+	httpTokenEnv       = "SANDBOXKIT_TEST_HTTP_TOKEN"
+	providerTimeoutEnv = "SANDBOXKIT_TEST_PROVIDER_TIMEOUT"
 )
 
 // TestMain lets the test binary double as a reference server on the
@@ -58,14 +59,25 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func serveStdioForTests() int {
-	p, err := sandbox.NewPlatform(&sandbox.Options{UserAgent: "sandboxkit-test-stdio"})
+// testServer builds the reference server that the test binary serves as
+// a server command, on the platform its environment names.
+// $SANDBOXKIT_TEST_PROVIDER_TIMEOUT bounds provider requests and file
+// transfers, as serve --provider-timeout and --file-timeout do.
+func testServer(name string, secrets ...string) (*server.Server, *slog.Logger, error) {
+	timeout, _ := time.ParseDuration(os.Getenv(providerTimeoutEnv))
+	p, err := sandbox.NewPlatform(&sandbox.Options{UserAgent: name, RequestTimeout: timeout})
 	if err != nil {
-		return 2
+		return nil, nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	srv, err := server.New(&server.Deps{Platform: p, Logger: logger, Secrets: server.SecretsFromEnv(p, nil)},
-		&server.Options{Name: "sandboxkit-reference-stdio", Version: Version})
+	deps := &server.Deps{Platform: p, Logger: logger, Secrets: append(server.SecretsFromEnv(p, nil), secrets...),
+		Limits: server.Limits{FileTimeout: timeout}}
+	srv, err := server.New(deps, &server.Options{Name: name, Version: Version})
+	return srv, logger, err
+}
+
+func serveStdioForTests() int {
+	srv, _, err := testServer("sandboxkit-reference-stdio")
 	if err != nil {
 		return 2
 	}
@@ -79,14 +91,8 @@ func serveStdioForTests() int {
 // addr, with the bearer token of $SANDBOXKIT_TEST_HTTP_TOKEN, until SIGTERM
 // or SIGINT; then it destroys its sessions' sandboxes and exits.
 func serveHTTPForTests(addr string) int {
-	p, err := sandbox.NewPlatform(&sandbox.Options{UserAgent: "sandboxkit-test-http"})
-	if err != nil {
-		return 2
-	}
 	token := os.Getenv(httpTokenEnv)
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	srv, err := server.New(&server.Deps{Platform: p, Logger: logger, Secrets: append(server.SecretsFromEnv(p, nil), token)},
-		&server.Options{Name: "sandboxkit-reference-http", Version: Version})
+	srv, logger, err := testServer("sandboxkit-reference-http", token)
 	if err != nil {
 		return 2
 	}

@@ -53,6 +53,18 @@ type Config struct {
 	// sessions, for the server to destroy the sandboxes they owned.
 	// Default 5 s; in cloud mode at least 30 s.
 	SettleTimeout time.Duration
+	// ProviderDeadline is the longest the server under test waits for the
+	// provider to answer one request before it gives up with a timeout
+	// tool error (the reference server: serve --provider-timeout and
+	// --file-timeout). The deadline specs (errors.hang, errors.drip,
+	// errors.oversized) make the provider hold or stretch its answers and
+	// expect every tool error within this deadline plus a grace of half of
+	// it (at least 2 s). The in-process reference server is started with
+	// it; zero gives it [DefaultInProcessDeadline]. For a server in
+	// another process zero means unknown: the deadline specs are skipped
+	// (failed with RequireAll). At most [MaxProviderDeadline], and
+	// CallTimeout must exceed it plus the grace.
+	ProviderDeadline time.Duration
 
 	// Cloud runs the kit against the real provider that the environment
 	// names (E2B_API_KEY, and E2B_API_URL / E2B_DOMAIN / E2B_SANDBOX_URL
@@ -94,6 +106,34 @@ type breakEnv struct {
 	rt     http.RoundTripper
 	apiURL string
 	apiKey string
+}
+
+// DefaultInProcessDeadline is the provider deadline the in-process
+// reference server gets when [Config.ProviderDeadline] is zero: short, so
+// that the deadline specs take seconds, and far above what a healthy call
+// to the fake takes even on a loaded machine.
+const DefaultInProcessDeadline = 5 * time.Second
+
+// MaxProviderDeadline bounds [Config.ProviderDeadline].
+const MaxProviderDeadline = 40 * time.Second
+
+// providerDeadline returns the server's provider deadline as the kit knows
+// it, and whether it knows it.
+func (c *Config) providerDeadline() (time.Duration, bool) {
+	switch {
+	case c.ProviderDeadline > 0:
+		return c.ProviderDeadline, true
+	case c.Kind() == TargetInProcess && !c.Cloud:
+		return DefaultInProcessDeadline, true
+	}
+	return 0, false
+}
+
+// deadlineGrace is how much later than its provider deadline d a server may
+// answer: half of d, at least 2 s (a call may make a request or two
+// before the one that hangs, and a loaded machine is slow).
+func deadlineGrace(d time.Duration) time.Duration {
+	return max(d/2, 2*time.Second)
 }
 
 // NewConfig returns a Config with every default: the in-process reference
@@ -158,8 +198,14 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tool name mapping: %q maps to an empty name", from))
 		}
 	}
-	if c.CallTimeout < 0 || c.SettleTimeout < 0 {
+	if c.CallTimeout < 0 || c.SettleTimeout < 0 || c.ProviderDeadline < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))
+	}
+	if c.ProviderDeadline > MaxProviderDeadline {
+		errs = append(errs, fmt.Errorf("provider deadline %v: at most %v (the deadline specs hold the provider's answers past it, once per tool)", c.ProviderDeadline, MaxProviderDeadline))
+	}
+	if d, ok := c.providerDeadline(); ok && c.CallTimeout > 0 && c.CallTimeout <= d+deadlineGrace(d) {
+		errs = append(errs, fmt.Errorf("call timeout %v must exceed the provider deadline %v plus its grace %v", c.CallTimeout, d, deadlineGrace(d)))
 	}
 	if c.RunID != "" && !runIDPattern.MatchString(c.RunID) {
 		errs = append(errs, fmt.Errorf("run ID %q: want letters, digits, '.', '_' or '-' (at most 64)", c.RunID))
@@ -231,6 +277,9 @@ func (c *Config) redacted() map[string]any {
 		"require_all":    c.RequireAll,
 		"call_timeout":   c.CallTimeout.String(),
 		"settle_timeout": c.settle().String(),
+	}
+	if d, ok := c.providerDeadline(); ok {
+		m["provider_deadline"] = d.String()
 	}
 	if len(c.ServerCommand) > 0 {
 		m["server_command"] = append([]string(nil), c.ServerCommand...)

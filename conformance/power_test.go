@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,13 +37,19 @@ func TestKitCatchesBrokenServers(t *testing.T) {
 			for _, m := range caught {
 				ids = append(ids, string(m[1]))
 			}
+			for _, want := range focusedSpecs[v.name] {
+				if !slices.Contains(ids, want) {
+					t.Errorf("%s (%s) was caught by %s, but not by %s\n%s", v.name, v.defect, strings.Join(ids, ", "), want, tail(out))
+				}
+			}
 			t.Logf("%s caught by %s", v.name, strings.Join(ids, ", "))
 		})
 	}
 }
 
-// TestBrokenVariantChild runs one family of the kit against the variant
-// named in the environment; the parent expects it to fail.
+// TestBrokenVariantChild runs one family of the kit (or the variant's
+// focused specs) against the variant named in the environment; the parent
+// expects it to fail.
 func TestBrokenVariantChild(t *testing.T) {
 	name := os.Getenv(variantEnv)
 	if name == "" {
@@ -54,7 +61,11 @@ func TestBrokenVariantChild(t *testing.T) {
 		}
 		cfg := NewConfig()
 		cfg.breakage = v.make()
-		RunWith(t, cfg, &RunOptions{LabelFilter: string(v.family)})
+		filter := string(v.family)
+		if ids := focusedSpecs[name]; len(ids) > 0 {
+			filter = strings.Join(ids, " || ")
+		}
+		RunWith(t, cfg, &RunOptions{LabelFilter: filter})
 		return
 	}
 	t.Fatalf("unknown variant %q", name)

@@ -93,7 +93,6 @@ func Specs() []Spec {
 var optionalSpecs = map[string]string{
 	"protocol.transports-identical":         "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
 	"delegation.by-id-releases-connections": "counts loopback connections to the fake: skipped for the in-process target, which uses none",
-	"errors.hang":                           "skipped when the server's own provider deadline is longer than the kit's hang budget",
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the

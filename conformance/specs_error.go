@@ -402,12 +402,6 @@ func errsMatrixSpec(id, title string, modes func() []errsMode, faults []errsFaul
 	}
 }
 
-// errsHangBudget is how long the kit waits for an answer while the
-// provider hangs. A server whose own provider deadline is longer (the
-// reference server's is 60 s) cannot show its timeout error within the
-// kit's time budget; the spec then checks only that the session survives.
-const errsHangBudget = 1500 * time.Millisecond
-
 func errorSpecs() []Spec {
 	specs := []Spec{}
 	for _, f := range errsFaults() {
@@ -430,44 +424,11 @@ func errorSpecs() []Spec {
 		errsMatrixSpec("errors.envd-rpc",
 			"maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
 			errsEnvdRPCModes, errsFaults()),
-		errsHangSpec(),
 		errsCreateRejectedSpec(),
 		errsKillGoneSpec(),
 		errsMissingPathSpec(),
 	)
-	return specs
-}
-
-// errsHangSpec checks a provider that never answers.
-func errsHangSpec() Spec {
-	return Spec{
-		ID: "errors.hang", Family: FamilyErrors, NeedsFake: true, Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
-		Tools: []string{"get_sandbox"},
-		Title: "answers a platform call that hangs past the server's deadline with a timeout tool error, and the session stays usable (skipped when the server's deadline exceeds the kit's budget)",
-		Body: func(ctx context.Context, tc *TestContext) {
-			s := tc.Connect(ctx)
-			id := tc.Seed(fakeprovider.SandboxSeed{})
-			h := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpGetSandbox, Hang: true})
-			hctx, cancel := context.WithTimeout(ctx, errsHangBudget)
-			r := s.Call(hctx, "get_sandbox", map[string]any{"sandbox_id": id})
-			gaveUp := hctx.Err() != nil
-			cancel()
-			h.Clear()
-			h.Release()
-			// A call the kit gave up on has no result; anything else must be a
-			// timeout tool error.
-			answered := r.Err == nil || !gaveUp
-			if answered {
-				e := tc.ExpectToolError(r, "timeout")
-				gomega.Expect(e).NotTo(gomega.HaveKey("http_status"), "no response arrived: no http_status")
-				gomega.Expect(errsLeaks(tc, r.JSON)).To(gomega.BeEmpty(), "the timeout error leaks")
-			}
-			tc.ExpectSuccess(s.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": id}))
-			if !answered {
-				ginkgo.Skip(fmt.Sprintf("the server did not answer within the kit's %v hang budget (its own provider deadline is longer); only the session's survival was checked", errsHangBudget))
-			}
-		},
-	}
+	return append(specs, deadlineSpecs()...)
 }
 
 // errsCreateRejectedSpec checks CREATE-3: arguments that pass validation

@@ -48,7 +48,11 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 	}
 	switch cfg.Kind() {
 	case TargetInProcess:
-		r.target = &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.breakage}
+		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.breakage}
+		if !cfg.Cloud {
+			t.deadline, _ = cfg.providerDeadline()
+		}
+		r.target = t
 	case TargetStdio:
 		r.target = &stdioTarget{cfg: cfg, env: env}
 	case TargetHTTP:

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -22,6 +23,9 @@ type inProcessTarget struct {
 	hub      *fakeHub      // fake modes
 	cloud    *cloudBackend // cloud mode
 	breakage *breakage
+	// deadline, when not zero, is the provider deadline the server gets
+	// (request and file timeouts): fake modes only.
+	deadline time.Duration
 	log      lockedBuffer
 	srv      *server.Server
 	ctx      context.Context
@@ -59,9 +63,10 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 			rt = b.transport(rt)
 		}
 		platform, err = sandbox.NewPlatform(&sandbox.Options{
-			Getenv:     func(k string) string { return env[k] },
-			HTTPClient: &http.Client{Transport: rt},
-			UserAgent:  "sandboxkit-conformance/" + Version,
+			Getenv:         func(k string) string { return env[k] },
+			HTTPClient:     &http.Client{Transport: rt},
+			UserAgent:      "sandboxkit-conformance/" + Version,
+			RequestTimeout: t.deadline,
 		})
 		if err != nil {
 			return fmt.Errorf("conformance: reference server platform: %w", err)
@@ -70,7 +75,7 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 		benv = breakEnv{rt: rt, apiURL: env[sandbox.EnvAPIURL], apiKey: t.hub.apiKey}
 	}
 	logger := slog.New(slog.NewJSONHandler(&t.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	t.srv, err = server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets},
+	t.srv, err = server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: t.limits()},
 		&server.Options{Name: "sandboxkit-reference", Version: Version})
 	if err != nil {
 		return fmt.Errorf("conformance: reference server: %w", err)
@@ -80,6 +85,12 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 	}
 	t.ctx, t.stopctx = context.WithCancel(context.WithoutCancel(ctx))
 	return nil
+}
+
+// limits are the server's limits: its defaults, but for the file timeout
+// when the kit sets a provider deadline.
+func (t *inProcessTarget) limits() server.Limits {
+	return server.Limits{FileTimeout: t.deadline}
 }
 
 func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientConn, error) {
