@@ -36,6 +36,7 @@ func newRootCommand() *cobra.Command {
 		Long: `sandboxkit checks MCP servers that expose cloud code sandboxes (E2B and
 E2B-compatible providers) against the tool contract, and ships a reference
 server and an in-memory fake provider to run them against.`,
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

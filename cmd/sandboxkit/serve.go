@@ -309,5 +309,5 @@ func serveLogLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// version is the server version reported to clients.
-func serveVersion() string { return "dev" }
+// serveVersion is the server version reported to clients in initialize.
+func serveVersion() string { return buildVersion() }
