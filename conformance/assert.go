@@ -27,7 +27,7 @@ func (tc *TestContext) ExpectSuccess(r *Result) *Result {
 	gomega.Expect(json.Unmarshal([]byte(r.Text), &fromText)).To(gomega.Succeed(), "%s: text block is not the JSON of structuredContent", r.Tool)
 	gomega.Expect(fromText).To(gomega.Equal(toAny(r.Structured)), "%s: text block differs from structuredContent", r.Tool)
 	if err := tc.validateOutput(r); err != nil {
-		ginkgo.Fail(fmt.Sprintf("%s: structuredContent does not match the outputSchema: %v", r.Tool, err))
+		tc.fail(fmt.Sprintf("%s: structuredContent does not match the outputSchema: %v", r.Tool, err))
 	}
 	return r
 }
@@ -131,4 +131,14 @@ func toAny(v any) any {
 	var out any
 	_ = json.Unmarshal(data, &out)
 	return out
+}
+
+// fail fails the spec with msg; in a cloud run, msg is first redacted of
+// every secret the run has seen (its reports may be shared).
+func (tc *TestContext) fail(msg string) {
+	ginkgo.GinkgoHelper()
+	if tc.run != nil && tc.run.cloud != nil {
+		msg = tc.run.rec.redact(msg)
+	}
+	ginkgo.Fail(msg)
 }

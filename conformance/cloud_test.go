@@ -232,6 +232,8 @@ func TestCloudChild(t *testing.T) {
 		cfg.breakage = skipsCleanup()
 	case "leaks-key":
 		cfg.breakage = leaksKeyInErrors()
+	case "create-fails-with-key":
+		cfg.breakage = createFailsWithKey()
 	case "hangs":
 		cfg.breakage = hangsOnSetTimeout()
 	default:
@@ -250,6 +252,22 @@ func leaksKeyInErrors() *breakage {
 					appendText(res, "debug: key "+env.apiKey)
 				}
 				return res, err
+			}
+		}
+	}}
+}
+
+// createFailsWithKey answers every create_sandbox, without creating
+// anything, with a tool error whose text holds the provider API key.
+func createFailsWithKey() *breakage {
+	return &breakage{middleware: func(env breakEnv) mcp.Middleware {
+		return func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				if name, _, ok := toolCall(method, req); ok && name == "create_sandbox" {
+					text := `{"error":{"category":"internal","recovery":"debug: key ` + env.apiKey + `"}}`
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
+				}
+				return next(ctx, method, req)
 			}
 		}
 	}}
@@ -487,6 +505,31 @@ func TestCloudModeCatchesLeakedKeyAndRedactsIt(t *testing.T) {
 	if !bytes.Contains(tr, []byte("debug: key "+evidence.Redacted)) {
 		t.Error("the transcript should show where the key was, redacted")
 	}
+}
+
+// TestCloudModeRedactsFailureMessages: a failed assertion whose message
+// quotes a tool result (here a create_sandbox error holding the API key)
+// reaches the console and the reports redacted.
+func TestCloudModeRedactsFailureMessages(t *testing.T) {
+	if os.Getenv(cloudChildEnv) != "" {
+		t.Skip("inside a child run")
+	}
+	t.Parallel()
+	f := newPosingFake(t)
+	child := cloudChild{mode: "create-fails-with-key", filter: "cloud.create-matches-platform", stateDir: t.TempDir(), runID: "cloud-fails-with-key",
+		dir: filepath.Join(t.TempDir(), "bundle")}
+	out, err := child.command(f).CombinedOutput()
+	if err == nil {
+		t.Fatalf("a server failing every create passed\n%s", tail(out))
+	}
+	if !bytes.Contains(out, []byte("unexpected tool error")) || !bytes.Contains(out, []byte("debug: key "+evidence.Redacted)) {
+		t.Errorf("the failure message should quote the tool error, redacted\n%s", tail(out))
+	}
+	if bytes.Contains(out, []byte(f.p.APIKey())) {
+		t.Errorf("the run's own output shows the API key\n%s", tail(out))
+	}
+	f.expectOnlyForeignLeft(t)
+	expectNoFakeSecrets(t, f, child.dir)
 }
 
 // TestSweepAfterInterruptedRun kills a cloud run in the middle of a spec,

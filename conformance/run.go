@@ -81,6 +81,17 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 			rec.runID, filepath.Join(cfg.stateDir(), rec.runID+".json"), rec.runID, cfg.stateDir())
 	}
 	gomega.RegisterFailHandler(ginkgo.Fail)
+	if cfg.Cloud {
+		// Failure messages of a cloud run reach consoles and reports that
+		// may be shared: redact what the run saw, as in its bundle.
+		gomega.RegisterFailHandler(func(message string, callerSkip ...int) {
+			skip := 1
+			if len(callerSkip) > 0 {
+				skip += callerSkip[0]
+			}
+			ginkgo.Fail(rec.redact(message), skip)
+		})
+	}
 	describe(cfg, rec)
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
 		if opts.DryRun {
