@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -79,11 +78,7 @@ func expectStateAllDestroyed(t *testing.T, stateDir, runID string) *RunRecord {
 // log, neither the token nor any secret of the provider, and verifies but
 // for its loopback API host.
 func TestCloudModeHTTPTarget(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "http", stateDir: t.TempDir(), runID: "cloud-http", dir: filepath.Join(t.TempDir(), "bundle"),
 		httpAddr: freeLoopbackAddr(t)}
 	out, err := child.command(f).CombinedOutput()
@@ -146,18 +141,14 @@ func expectNotInBundle(t *testing.T, dir string, values ...string) {
 // fails the spec, and the kit leaves that sandbox alone: the run destroys
 // only what it created, whatever the server says.
 func TestCloudModeNeverDestroysASandboxTheServerClaims(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "claims-foreign", filter: "cloud.create-matches-platform", stateDir: t.TempDir(), runID: "cloud-claims-foreign",
 		dir: filepath.Join(t.TempDir(), "bundle")}
 	out, err := child.command(f).CombinedOutput()
 	if err == nil {
 		t.Fatalf("a server claiming a foreign sandbox as created passed\n%s", tail(out))
 	}
-	if !regexp.MustCompile(`(?m)^\s+FAIL cloud\.create-matches-platform `).Match(out) {
+	if !specFailed(out, "cloud.create-matches-platform") {
 		t.Errorf("cloud.create-matches-platform did not fail\n%s", tail(out))
 	}
 	if !bytes.Contains(out, []byte("started before the run")) {
@@ -198,11 +189,7 @@ func TestCloudModeNeverDestroysASandboxTheServerClaims(t *testing.T) {
 // ends its state file and writes its bundle; a sweep has nothing left to
 // do.
 func TestCloudRunInterruptedBySIGINT(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	// The specs run in catalog order: set-timeout hangs, tokens comes after.
 	child := cloudChild{mode: "hangs", filter: "cloud.set-timeout-moves-end || cloud.tokens-absent-from-results", stateDir: t.TempDir(), runID: "cloud-sigint",
 		dir: filepath.Join(t.TempDir(), "bundle")}

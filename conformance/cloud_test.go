@@ -124,6 +124,22 @@ type posingFake struct {
 	foreign string
 }
 
+// cloudParentTest starts a test that runs cloud children: it is skipped
+// inside a child run, runs in parallel, and gets its own posing fake.
+func cloudParentTest(t *testing.T) *posingFake {
+	t.Helper()
+	if os.Getenv(cloudChildEnv) != "" {
+		t.Skip("inside a child run")
+	}
+	t.Parallel()
+	return newPosingFake(t)
+}
+
+// specFailed reports whether a run's summary lists the spec as failed.
+func specFailed(out []byte, id string) bool {
+	return regexp.MustCompile(`(?m)^\s+FAIL ` + regexp.QuoteMeta(id) + ` `).Match(out)
+}
+
 func newPosingFake(t *testing.T) *posingFake {
 	t.Helper()
 	p := fakeprovider.New(nil) // the system clock, as a real provider
@@ -333,11 +349,7 @@ func (t *failT) Fail() { t.failed = true }
 // no secret and is refused as cloud evidence only because its API host is
 // loopback.
 func TestCloudModeAgainstLoopbackFake(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "pass", stateDir: t.TempDir(), runID: "cloud-pass", dir: filepath.Join(t.TempDir(), "bundle")}
 	out, err := child.command(f).CombinedOutput()
 	if err != nil {
@@ -404,11 +416,7 @@ func expectNoFakeSecrets(t *testing.T, f *posingFake, dir string) {
 // TestCloudModeStdioTarget runs the cloud-only specs against a stdio server
 // (this test binary) that gets the real environment, not the fake's.
 func TestCloudModeStdioTarget(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "stdio", filter: string(FamilyCloud), stateDir: t.TempDir(), runID: "cloud-stdio", dir: filepath.Join(t.TempDir(), "bundle")}
 	out, err := child.command(f).CombinedOutput()
 	if err != nil {
@@ -434,18 +442,14 @@ func TestCloudModeStdioTarget(t *testing.T) {
 // its sandboxes fails the cloud-only specs that check it, and the kit still
 // destroys every sandbox the run created, and nothing else.
 func TestCloudModeDestroysWhatTheServerLeaves(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "skips-cleanup", filter: string(FamilyCloud), stateDir: t.TempDir(), runID: "cloud-skips-cleanup", dir: filepath.Join(t.TempDir(), "bundle")}
 	out, err := child.command(f).CombinedOutput()
 	if err == nil {
 		t.Fatalf("a server that never destroys its sandboxes passed the cloud-only specs\n%s", tail(out))
 	}
 	for _, id := range []string{"cloud.close-destroys-owned-spares-external", "cloud.close-destroys-implicit"} {
-		if !regexp.MustCompile(`(?m)^\s+FAIL ` + regexp.QuoteMeta(id) + ` `).Match(out) {
+		if !specFailed(out, id) {
 			t.Errorf("%s did not fail\n%s", id, tail(out))
 		}
 	}
@@ -480,17 +484,13 @@ func TestCloudModeDestroysWhatTheServerLeaves(t *testing.T) {
 // into tool errors fails the token scan, and the evidence still holds no
 // key: it is redacted before anything is written.
 func TestCloudModeCatchesLeakedKeyAndRedactsIt(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "leaks-key", filter: "cloud.tokens-absent-from-results", stateDir: t.TempDir(), runID: "cloud-leaks-key", dir: filepath.Join(t.TempDir(), "bundle")}
 	out, err := child.command(f).CombinedOutput()
 	if err == nil {
 		t.Fatalf("a server leaking the API key passed the token scan\n%s", tail(out))
 	}
-	if !regexp.MustCompile(`(?m)^\s+FAIL cloud\.tokens-absent-from-results `).Match(out) {
+	if !specFailed(out, "cloud.tokens-absent-from-results") {
 		t.Errorf("cloud.tokens-absent-from-results did not fail\n%s", tail(out))
 	}
 	if bytes.Contains(out, []byte(f.p.APIKey())) {
@@ -511,11 +511,7 @@ func TestCloudModeCatchesLeakedKeyAndRedactsIt(t *testing.T) {
 // quotes a tool result (here a create_sandbox error holding the API key)
 // reaches the console and the reports redacted.
 func TestCloudModeRedactsFailureMessages(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "create-fails-with-key", filter: "cloud.create-matches-platform", stateDir: t.TempDir(), runID: "cloud-fails-with-key",
 		dir: filepath.Join(t.TempDir(), "bundle")}
 	out, err := child.command(f).CombinedOutput()
@@ -535,11 +531,7 @@ func TestCloudModeRedactsFailureMessages(t *testing.T) {
 // TestSweepAfterInterruptedRun kills a cloud run in the middle of a spec,
 // then sweeps it: exactly the sandboxes the run created are destroyed.
 func TestSweepAfterInterruptedRun(t *testing.T) {
-	if os.Getenv(cloudChildEnv) != "" {
-		t.Skip("inside a child run")
-	}
-	t.Parallel()
-	f := newPosingFake(t)
+	f := cloudParentTest(t)
 	child := cloudChild{mode: "hangs", filter: "cloud.set-timeout-moves-end", stateDir: t.TempDir(), runID: "cloud-interrupted"}
 	cmd := child.command(f)
 	var out bytes.Buffer
