@@ -239,7 +239,7 @@ func Write(dir string, b *Bundle, r *Redactor) error {
 	if len(leaks) > 0 {
 		return &LeakError{Dir: dir, Findings: leaks}
 	}
-	files[FileChecksums] = checksums(files, names)
+	files[FileChecksums] = checksums(files)
 
 	if err := CheckDir(dir); err != nil {
 		return err
@@ -327,12 +327,23 @@ func render(b *Bundle) (map[string][]byte, error) {
 	return files, nil
 }
 
-// checksums writes SHA256SUMS in the format of sha256sum(1).
-func checksums(files map[string][]byte, names []string) []byte {
+// checksums is the SHA256SUMS file for files, in the format of sha256sum(1).
+func checksums(files map[string][]byte) []byte {
+	digests := make(map[string][]byte, len(files))
+	for name, data := range files {
+		sum := sha256.Sum256(data)
+		digests[name] = []byte(hex.EncodeToString(sum[:]))
+	}
+	return sumsFile(digests)
+}
+
+// sumsFile formats SHA256SUMS from hex digests by file name: one
+// "<digest>  <name>" line per file, sorted by name, each ending in a
+// newline. [Write] writes it so and [Verify] requires that form.
+func sumsFile(digests map[string][]byte) []byte {
 	var b bytes.Buffer
-	for _, name := range names {
-		sum := sha256.Sum256(files[name])
-		fmt.Fprintf(&b, "%s  %s\n", hex.EncodeToString(sum[:]), name)
+	for _, name := range sortedNames(digests) {
+		fmt.Fprintf(&b, "%s  %s\n", digests[name], name)
 	}
 	return b.Bytes()
 }

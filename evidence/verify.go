@@ -135,7 +135,7 @@ func (v *verifier) run(opts *VerifyOptions) {
 		// The writer lists the files sorted by name, one line each ending
 		// in a newline: any other form (lines reordered, a newline dropped
 		// or turned into CRLF) means the file was edited.
-		if !malformed && !bytes.Equal(canonicalSums(hashes), sums) {
+		if !malformed && !bytes.Equal(sumsFile(hashes), sums) {
 			v.add(FileChecksums, "not in the form the writer produces (lines sorted by file name, each ending in a newline): the file was changed")
 		}
 	}
@@ -196,21 +196,6 @@ func (v *verifier) run(opts *VerifyOptions) {
 	}
 	v.manifest(m, results, opts)
 	v.results(m, results)
-}
-
-// canonicalSums is SHA256SUMS as [Write] writes it for these hashes (hex,
-// by file name).
-func canonicalSums(hashes map[string][]byte) []byte {
-	names := make([]string, 0, len(hashes))
-	for name := range hashes {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	var b bytes.Buffer
-	for _, name := range names {
-		fmt.Fprintf(&b, "%s  %s\n", hashes[name], name)
-	}
-	return b.Bytes()
 }
 
 func (v *verifier) manifest(m Manifest, results []SpecResult, opts *VerifyOptions) {
