@@ -133,12 +133,18 @@ func toAny(v any) any {
 	return out
 }
 
-// fail fails the spec with msg; in a cloud run, msg is first redacted of
-// every secret the run has seen (its reports may be shared).
+// fail fails the spec with msg, made fit for reports first.
 func (tc *TestContext) fail(msg string) {
 	ginkgo.GinkgoHelper()
+	ginkgo.Fail(tc.forReport(msg))
+}
+
+// forReport returns s fit for the console and Ginkgo's reports: in a cloud
+// run, whose reports may be shared, redacted of every secret the run has
+// seen, as its bundle is.
+func (tc *TestContext) forReport(s string) string {
 	if tc.run != nil && tc.run.cloud != nil {
-		msg = tc.run.rec.redact(msg)
+		return tc.run.rec.redact(s)
 	}
-	ginkgo.Fail(msg)
+	return s
 }

@@ -80,18 +80,19 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
 			rec.runID, filepath.Join(cfg.stateDir(), rec.runID+".json"), rec.runID, cfg.stateDir())
 	}
-	gomega.RegisterFailHandler(ginkgo.Fail)
+	fail := ginkgo.Fail
 	if cfg.Cloud {
 		// Failure messages of a cloud run reach consoles and reports that
 		// may be shared: redact what the run saw, as in its bundle.
-		gomega.RegisterFailHandler(func(message string, callerSkip ...int) {
+		fail = func(message string, callerSkip ...int) {
 			skip := 1
 			if len(callerSkip) > 0 {
 				skip += callerSkip[0]
 			}
 			ginkgo.Fail(rec.redact(message), skip)
-		})
+		}
 	}
+	gomega.RegisterFailHandler(fail)
 	describe(cfg, rec)
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
 		if opts.DryRun {

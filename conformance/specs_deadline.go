@@ -37,7 +37,8 @@ const deadlineDownloadBytes = 64 << 10
 
 // deadlineFault is one way the provider stretches an answer.
 type deadlineFault struct {
-	name string
+	name  string // the spec is errors.<name>
+	title string // the spec's title
 	// fault builds the fault for one case; d is the server's deadline.
 	fault func(d time.Duration) fakeprovider.Fault
 	// want returns the categories a mode's call may end in, and whether
@@ -45,9 +46,6 @@ type deadlineFault struct {
 	want func(m errsMode) (categories []string, successOK bool)
 	// args, when set, adjusts a case's arguments.
 	args func(m errsMode, args map[string]any) map[string]any
-	// release: held requests end only when released (after the check
-	// that the server abandoned them).
-	release bool
 	// parallel bounds how many calls run at once (0: all).
 	parallel int
 	// onePerTool keeps one mode per tool (on the owned sandbox where
@@ -58,16 +56,17 @@ type deadlineFault struct {
 func deadlineFaults() []deadlineFault {
 	return []deadlineFault{
 		{
-			name:    "hang",
-			fault:   func(time.Duration) fakeprovider.Fault { return fakeprovider.Fault{Hang: true} },
-			want:    func(errsMode) ([]string, bool) { return []string{"timeout"}, false },
-			release: true,
+			name:  "hang",
+			title: "answers every tool whose platform call hangs past the server's provider deadline (lifecycle calls, create, connect, the daemon's files and RPCs) with a timeout tool error without http_status within the deadline plus grace, cancels the abandoned request, leaks nothing, and the session stays usable",
+			fault: func(time.Duration) fakeprovider.Fault { return fakeprovider.Fault{Hang: true} },
+			want:  func(errsMode) ([]string, bool) { return []string{"timeout"}, false },
 		},
 		{
 			// A byte every quarter deadline: a body of more than three
 			// bytes cannot arrive in time; a bodiless answer, or a short
 			// one, arrives whole and the call may succeed.
-			name: "drip",
+			name:  "drip",
+			title: "answers every tool whose platform answer drips a byte at a time with a timeout tool error (or a success when the answer is short enough to arrive) within the server's provider deadline plus grace, abandons the answer, leaks nothing, and the session stays usable",
 			fault: func(d time.Duration) fakeprovider.Fault {
 				return fakeprovider.Fault{Drip: d / 4}
 			},
@@ -76,7 +75,8 @@ func deadlineFaults() []deadlineFault {
 		{
 			// The route's success status with a body past every bound:
 			// reading it whole would take the server's memory.
-			name: "oversized",
+			name:  "oversized",
+			title: "answers every tool whose platform answer is a 40 MiB body with a provider_error or timeout tool error (the file tools: a categorized error or a bounded result) within the deadline plus grace, ends the request, leaks nothing, and the session stays usable",
 			fault: func(time.Duration) fakeprovider.Fault {
 				return fakeprovider.Fault{Oversize: deadlineOversize}
 			},
@@ -218,9 +218,9 @@ func deadlineCallAll(ctx context.Context, cases []*deadlineCase, limit time.Dura
 }
 
 // deadlineSpec is the spec of one deadline fault.
-func deadlineSpec(f deadlineFault, title string) Spec {
+func deadlineSpec(f deadlineFault) Spec {
 	return Spec{
-		ID: "errors." + f.name, Family: FamilyErrors, Title: title, NeedsFake: true,
+		ID: "errors." + f.name, Family: FamilyErrors, Title: f.title, NeedsFake: true,
 		Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
 		Body: func(ctx context.Context, tc *TestContext) {
 			d, known := tc.Config.providerDeadline()
@@ -369,14 +369,9 @@ func deadlineReport(cases []*deadlineCase, d, grace time.Duration) string {
 
 // deadlineSpecs are the deadline specs.
 func deadlineSpecs() []Spec {
-	titles := map[string]string{
-		"hang":      "answers every tool whose platform call hangs past the server's provider deadline (lifecycle calls, create, connect, the daemon's files and RPCs) with a timeout tool error without http_status within the deadline plus grace, cancels the abandoned request, leaks nothing, and the session stays usable",
-		"drip":      "answers every tool whose platform answer drips a byte at a time with a timeout tool error (or a success when the answer is short enough to arrive) within the server's provider deadline plus grace, abandons the answer, leaks nothing, and the session stays usable",
-		"oversized": "answers every tool whose platform answer is a 40 MiB body with a provider_error or timeout tool error (the file tools: a categorized error or a bounded result) within the deadline plus grace, ends the request, leaks nothing, and the session stays usable",
-	}
 	var specs []Spec
 	for _, f := range deadlineFaults() {
-		specs = append(specs, deadlineSpec(f, titles[f.name]))
+		specs = append(specs, deadlineSpec(f))
 	}
 	return specs
 }

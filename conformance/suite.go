@@ -221,14 +221,8 @@ func attachDiagnostics(tc *TestContext) {
 	if len(logs) > 4000 {
 		logs = "..." + logs[len(logs)-4000:]
 	}
-	transcript := b.String()
-	if tc.run.cloud != nil {
-		// Reports of a cloud run may be shared: redact what the run saw.
-		transcript = tc.run.rec.redact(transcript)
-		logs = tc.run.rec.redact(logs)
-	}
-	ginkgo.AddReportEntry("transcript", transcript, ginkgo.ReportEntryVisibilityFailureOrVerbose)
-	ginkgo.AddReportEntry("server log", logs, ginkgo.ReportEntryVisibilityFailureOrVerbose)
+	ginkgo.AddReportEntry("transcript", tc.forReport(b.String()), ginkgo.ReportEntryVisibilityFailureOrVerbose)
+	ginkgo.AddReportEntry("server log", tc.forReport(logs), ginkgo.ReportEntryVisibilityFailureOrVerbose)
 }
 
 func truncate(s string, n int) string {
