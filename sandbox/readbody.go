@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"errors"
 	"io"
 )
@@ -24,22 +25,10 @@ func readBounded(r io.Reader, limit int) (data []byte, tooLarge bool, err error)
 		chunks = append(chunks, buf[:n])
 		switch {
 		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			return join(chunks, total), false, nil
+			return bytes.Join(chunks, nil), false, nil
 		case err != nil:
-			return join(chunks, total), false, err
+			return bytes.Join(chunks, nil), false, err
 		}
 		size = min(2*size, most)
 	}
-}
-
-// join returns the chunks as one slice of total bytes.
-func join(chunks [][]byte, total int) []byte {
-	if len(chunks) == 1 {
-		return chunks[0]
-	}
-	out := make([]byte, 0, total)
-	for _, c := range chunks {
-		out = append(out, c...)
-	}
-	return out
 }
