@@ -237,11 +237,7 @@ func TestCloudChild(t *testing.T) {
 		cfg.ServerCommand = []string{os.Args[0]}
 		cfg.ServerEnv = []string{stdioServerEnv + "=1"}
 	case "http":
-		addr := os.Getenv(cloudHTTPAddrEnv)
-		cfg.ServerCommand = []string{os.Args[0]}
-		cfg.ServerEnv = []string{httpServerEnv + "=" + addr, httpTokenEnv + "=" + testHTTPToken}
-		cfg.ServerURL = "http://" + addr + server.MCPPath
-		cfg.Headers = map[string]string{"Authorization": "Bearer " + testHTTPToken}
+		targetTestHTTPServer(cfg, os.Getenv(cloudHTTPAddrEnv))
 	case "claims-foreign":
 		cfg.breakage = claimsForeignAsCreated(os.Getenv(cloudForeignEnv))
 	case "skips-cleanup":
@@ -256,6 +252,16 @@ func TestCloudChild(t *testing.T) {
 		t.Fatalf("unknown mode %q", mode)
 	}
 	RunWith(t, cfg, &RunOptions{EvidenceDir: os.Getenv(cloudEvidenceEnv), LabelFilter: os.Getenv(cloudFilterEnv)})
+}
+
+// targetTestHTTPServer points cfg at this test binary started as the
+// reference server over Streamable HTTP on addr, with the test bearer
+// token; env adds to the server's environment.
+func targetTestHTTPServer(cfg *Config, addr string, env ...string) {
+	cfg.ServerCommand = []string{os.Args[0]}
+	cfg.ServerEnv = append([]string{httpServerEnv + "=" + addr, httpTokenEnv + "=" + testHTTPToken}, env...)
+	cfg.ServerURL = "http://" + addr + server.MCPPath
+	cfg.Headers = map[string]string{"Authorization": "Bearer " + testHTTPToken}
 }
 
 // leaksKeyInErrors adds the provider API key to every tool error.

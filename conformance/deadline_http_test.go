@@ -5,8 +5,6 @@ import (
 	"os/exec"
 	"testing"
 	"time"
-
-	"github.com/sandboxkit/sandboxkit/server"
 )
 
 const deadlineChildEnv = "SANDBOXKIT_DEADLINE_CHILD"
@@ -37,10 +35,7 @@ func TestDeadlineChild(t *testing.T) {
 	}
 	const timeout = 5 * time.Second
 	cfg := NewConfig()
-	cfg.ServerCommand = []string{os.Args[0]}
-	cfg.ServerURL = "http://" + addr + server.MCPPath
-	cfg.Headers = map[string]string{"Authorization": "Bearer " + testHTTPToken}
-	cfg.ServerEnv = []string{httpServerEnv + "=" + addr, httpTokenEnv + "=" + testHTTPToken, providerTimeoutEnv + "=" + timeout.String()}
+	targetTestHTTPServer(cfg, addr, providerTimeoutEnv+"="+timeout.String())
 	cfg.ProviderDeadline = timeout
 	cfg.RequireAll = true
 	if !RunWith(t, cfg, &RunOptions{LabelFilter: "errors.hang || errors.drip || errors.oversized"}) {
