@@ -245,26 +245,3 @@ func emitBuiltin(ctx context.Context, inv *fakeenvd.Invocation) int {
 	}
 	return 0
 }
-
-// waitGone polls the daemon until pid is no longer listed.
-func waitGone(t testing.TB, e *sandbox.Envd, pid uint32) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		procs, err := e.ListProcesses(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		found := false
-		for _, p := range procs {
-			found = found || p.Pid == pid
-		}
-		if !found {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d still running", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}

@@ -48,7 +48,6 @@ type session struct {
 	defaultID string // canonical ID of the default sandbox, "" for none
 	owned     map[string]*ownedSandbox
 	commands  map[string]*bgCommand
-	nextCmd   uint64
 	// gone are owned sandboxes whose kill the platform answered with 404:
 	// no longer used, but destroyed again at close in case the answer was
 	// wrong (a destroy of a sandbox that is gone is harmless).

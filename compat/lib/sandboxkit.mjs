@@ -1,0 +1,70 @@
+// Helpers shared by the compatibility checks: they start the sandboxkit
+// binary named by SANDBOXKIT_BIN (the Go test builds it) on loopback and
+// stop it when the test ends.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+
+/** The sandboxkit binary under test. */
+export function sandboxkitBin() {
+  const bin = process.env.SANDBOXKIT_BIN;
+  if (!bin) {
+    throw new Error('SANDBOXKIT_BIN is not set: run these checks through `go test ./compat` (see compat/README.md)');
+  }
+  return bin;
+}
+
+/**
+ * Starts `sandboxkit fake-provider` on a free loopback port and resolves once
+ * it has printed the E2B_* environment that points an SDK at it.
+ * @param {string[]} args extra fake-provider flags
+ * @returns {Promise<{env: Record<string,string>, stop: () => Promise<void>, stderr: () => string}>}
+ */
+export async function startFakeProvider(args = []) {
+  const child = spawn(sandboxkitBin(), ['fake-provider', '--addr', '127.0.0.1:0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (b) => { stderr += b; });
+  const env = {};
+  const lines = createInterface({ input: child.stdout });
+  const ready = new Promise((resolve, reject) => {
+    lines.on('line', (line) => {
+      const m = /^(E2B_[A-Z_]+)=(.*)$/.exec(line);
+      if (m) env[m[1]] = m[2];
+      if (env.E2B_API_URL && env.E2B_API_KEY && env.E2B_DOMAIN && env.E2B_SANDBOX_URL) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`fake-provider exited with ${code} before it was ready: ${stderr}`)));
+  });
+  await withTimeout(ready, 15000, 'fake-provider did not print its environment');
+  return {
+    env,
+    stderr: () => stderr,
+    stop: async () => {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+    },
+  };
+}
+
+/**
+ * Points the E2B SDK of this process at a running fake: the SDK reads these
+ * variables when a call does not pass its own options.
+ */
+export function useFakeEnv(env) {
+  for (const [k, v] of Object.entries(env)) process.env[k] = v;
+}
+
+export async function withTimeout(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
