@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/evidence"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -259,13 +260,13 @@ func (c *Config) settle() time.Duration {
 // take a while to destroy a sandbox.
 const cloudMinSettle = 30 * time.Second
 
-// Mode is "cloud" for a cloud run and "loopback" for a run against the
-// fake provider (in-process or on loopback).
-func (c *Config) Mode() string {
+// Mode is [evidence.ModeCloud] for a cloud run and [evidence.ModeLoopback]
+// for a run against the fake provider (in-process or on loopback).
+func (c *Config) Mode() evidence.Mode {
 	if c.Cloud {
-		return "cloud"
+		return evidence.ModeCloud
 	}
-	return "loopback"
+	return evidence.ModeLoopback
 }
 
 // redacted describes the configuration for evidence, with every value that

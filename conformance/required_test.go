@@ -20,7 +20,7 @@ var updateRequired = flag.Bool("update", false, "rewrite evidence/required/<Vers
 //
 // and review the change: it changes what counts as evidence.
 func TestRequiredSpecList(t *testing.T) {
-	lists := map[string][]string{
+	lists := map[evidence.Mode][]string{
 		evidence.ModeCloud:    RequiredSpecs(evidence.ModeCloud),
 		evidence.ModeLoopback: RequiredSpecs(evidence.ModeLoopback),
 	}

@@ -3,6 +3,8 @@ package conformance
 import (
 	"context"
 	"sort"
+
+	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
 // Family groups specs by what they check; each is also a Ginkgo label.
@@ -96,23 +98,23 @@ var optionalSpecs = map[string]string{
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the
-// given mode ("cloud" or "loopback") must hold, each passed: in cloud mode
+// given mode must hold, each passed: in cloud mode
 // every spec that needs no fake (the cloud-only ones included), in
 // loopback mode every spec but the cloud-only ones; neither lists the
 // optional specs whose outcome depends on the target. The repository's
 // list, evidence/required/<Version>.txt, must equal this (a test checks).
-func RequiredSpecs(mode string) []string {
+func RequiredSpecs(mode evidence.Mode) []string {
 	var ids []string
 	for _, s := range Specs() {
 		if _, optional := optionalSpecs[s.ID]; optional {
 			continue
 		}
 		switch mode {
-		case "cloud":
+		case evidence.ModeCloud:
 			if !s.NeedsFake {
 				ids = append(ids, s.ID)
 			}
-		case "loopback":
+		case evidence.ModeLoopback:
 			if !s.CloudOnly {
 				ids = append(ids, s.ID)
 			}

@@ -44,14 +44,20 @@ import (
 // FormatVersion is the version of the bundle layout written by [Write].
 const FormatVersion = 1
 
+// Mode says what a run was against: a real provider or the kit's fake.
+type Mode string
+
 // The modes a bundle states.
 const (
 	// ModeCloud is a run against a real provider (conform --cloud).
-	ModeCloud = "cloud"
+	ModeCloud Mode = "cloud"
 	// ModeLoopback is a run against the kit's fake provider, in-process or
 	// on loopback. It proves nothing about a real provider (VERIFY-1).
-	ModeLoopback = "loopback"
+	ModeLoopback Mode = "loopback"
 )
+
+// Modes lists every mode, in the order required-spec lists give them.
+func Modes() []Mode { return []Mode{ModeCloud, ModeLoopback} }
 
 // The files of a bundle.
 const (
@@ -72,7 +78,7 @@ type Manifest struct {
 	// Format is [FormatVersion].
 	Format int `json:"format"`
 	// Mode is [ModeCloud] or [ModeLoopback].
-	Mode string `json:"mode"`
+	Mode Mode `json:"mode"`
 	// RunID names the run (and its state file for sweeping).
 	RunID string `json:"run_id"`
 	// KitVersion is the conformance kit's version; it selects the list of

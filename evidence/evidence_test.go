@@ -19,7 +19,7 @@ import (
 const testKit = "0.1.0"
 
 // sampleBundle is a bundle of the mode whose every required spec passed.
-func sampleBundle(t *testing.T, mode string) *Bundle {
+func sampleBundle(t *testing.T, mode Mode) *Bundle {
 	t.Helper()
 	ids, err := Required(testKit, mode)
 	if err != nil {
@@ -77,8 +77,8 @@ func expectProblem(t *testing.T, err error, file, text string) {
 }
 
 func TestWriteThenVerify(t *testing.T) {
-	for _, mode := range []string{ModeLoopback, ModeCloud} {
-		t.Run(mode, func(t *testing.T) {
+	for _, mode := range []Mode{ModeLoopback, ModeCloud} {
+		t.Run(string(mode), func(t *testing.T) {
 			b := sampleBundle(t, mode)
 			dir := write(t, b, nil)
 			if err := Verify(dir, nil); err != nil {
@@ -356,13 +356,13 @@ func TestRequiredLists(t *testing.T) {
 	if !slices.Contains(RequiredVersions(), testKit) {
 		t.Fatalf("no required-spec list for kit %s: %v", testKit, RequiredVersions())
 	}
-	for _, mode := range []string{ModeCloud, ModeLoopback} {
+	for _, mode := range Modes() {
 		ids, err := Required(testKit, mode)
 		if err != nil || len(ids) == 0 || !slices.IsSorted(ids) {
 			t.Errorf("Required(%s): %d ids, sorted %v, %v", mode, len(ids), slices.IsSorted(ids), err)
 		}
 	}
-	lists := map[string][]string{ModeCloud: {"b.x", "a.y"}, ModeLoopback: {"c.z"}}
+	lists := map[Mode][]string{ModeCloud: {"b.x", "a.y"}, ModeLoopback: {"c.z"}}
 	got, err := ParseRequired(FormatRequired("1.2.3", lists))
 	if err != nil || !slices.Equal(got[ModeCloud], []string{"a.y", "b.x"}) || !slices.Equal(got[ModeLoopback], []string{"c.z"}) {
 		t.Errorf("round trip: %v, %v", got, err)

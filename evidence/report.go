@@ -62,7 +62,7 @@ func junitXML(m Manifest, results []SpecResult) ([]byte, error) {
 		Package:   "github.com/sandboxkit/sandboxkit/conformance",
 		Timestamp: m.StartedAt.UTC().Format(time.RFC3339),
 		Properties: []junitProperty{
-			{"mode", m.Mode}, {"run_id", m.RunID}, {"kit_version", m.KitVersion}, {"kit_revision", m.KitRevision},
+			{"mode", string(m.Mode)}, {"run_id", m.RunID}, {"kit_version", m.KitVersion}, {"kit_revision", m.KitRevision},
 			{"server", strings.TrimSpace(m.Server.Name + " " + m.Server.Version)}, {"transport", m.Transport},
 			{"provider_id", m.ProviderID}, {"region", m.Region}, {"api_host", m.APIHost},
 		},
@@ -127,7 +127,7 @@ func summaryMarkdown(m Manifest, results []SpecResult) []byte {
 	fmt.Fprintf(&b, "**%d passed, %d failed, %d skipped.**\n\n", t.Passed, t.Failed, t.Skipped)
 	b.WriteString("## Provenance\n\n| field | value |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, mdCell(orDash(v))) }
-	row("mode", m.Mode)
+	row("mode", string(m.Mode))
 	row("run ID", m.RunID)
 	row("kit", m.KitVersion+" ("+orDash(m.KitRevision)+")")
 	row("Go", m.GoVersion)

@@ -19,7 +19,7 @@ var requiredFS embed.FS
 
 // Required returns the IDs of the specs that a bundle of the given kit
 // version and mode must hold, each passed, sorted.
-func Required(kitVersion, mode string) ([]string, error) {
+func Required(kitVersion string, mode Mode) ([]string, error) {
 	lists, err := requiredLists(kitVersion)
 	if err != nil {
 		return nil, err
@@ -46,9 +46,9 @@ func RequiredVersions() []string {
 
 // ParseRequired reads the text of a required-spec list: "# comments",
 // "[cloud]" and "[loopback]" section headers, and one spec ID a line.
-func ParseRequired(text string) (map[string][]string, error) {
-	lists := map[string][]string{}
-	section := ""
+func ParseRequired(text string) (map[Mode][]string, error) {
+	lists := map[Mode][]string{}
+	var section Mode
 	seen := map[string]bool{}
 	sc := bufio.NewScanner(strings.NewReader(text))
 	n := 0
@@ -58,7 +58,7 @@ func ParseRequired(text string) (map[string][]string, error) {
 		switch {
 		case line == "" || strings.HasPrefix(line, "#"):
 		case strings.HasPrefix(line, "[") && strings.HasSuffix(line, "]"):
-			section = strings.Trim(line, "[]")
+			section = Mode(strings.Trim(line, "[]"))
 			if section != ModeCloud && section != ModeLoopback {
 				return nil, fmt.Errorf("line %d: unknown section [%s]", n, section)
 			}
@@ -72,10 +72,10 @@ func ParseRequired(text string) (map[string][]string, error) {
 			if strings.ContainsAny(line, " \t") {
 				return nil, fmt.Errorf("line %d: %q is not one spec ID", n, line)
 			}
-			if seen[section+" "+line] {
+			if seen[string(section)+" "+line] {
 				return nil, fmt.Errorf("line %d: %s listed twice in [%s]", n, line, section)
 			}
-			seen[section+" "+line] = true
+			seen[string(section)+" "+line] = true
 			lists[section] = append(lists[section], line)
 		}
 	}
@@ -87,14 +87,14 @@ func ParseRequired(text string) (map[string][]string, error) {
 
 // FormatRequired writes a required-spec list in the form [ParseRequired]
 // reads, under a header naming the kit version.
-func FormatRequired(kitVersion string, lists map[string][]string) string {
+func FormatRequired(kitVersion string, lists map[Mode][]string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Specs that an evidence bundle of sandboxkit kit %s must hold, each passed.\n", kitVersion)
 	b.WriteString("# [cloud]: a run with --cloud against a real provider (needs no fault injection).\n")
 	b.WriteString("# [loopback]: a run against the kit's fake provider.\n")
 	b.WriteString("# Generated from the spec catalog; a change is a reviewed change:\n")
 	b.WriteString("#   go test ./conformance -run TestRequiredSpecList -update\n")
-	for _, mode := range []string{ModeCloud, ModeLoopback} {
+	for _, mode := range Modes() {
 		ids := append([]string(nil), lists[mode]...)
 		sort.Strings(ids)
 		fmt.Fprintf(&b, "\n[%s]\n", mode)
@@ -105,7 +105,7 @@ func FormatRequired(kitVersion string, lists map[string][]string) string {
 	return b.String()
 }
 
-func requiredLists(kitVersion string) (map[string][]string, error) {
+func requiredLists(kitVersion string) (map[Mode][]string, error) {
 	if kitVersion == "" || strings.ContainsAny(kitVersion, `/\`) {
 		return nil, fmt.Errorf("evidence: no required-spec list for kit version %q", kitVersion)
 	}

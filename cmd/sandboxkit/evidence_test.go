@@ -29,7 +29,7 @@ func run(t *testing.T, args ...string) (string, error) {
 }
 
 // bundle writes a bundle of the mode whose every required spec passed.
-func bundle(t *testing.T, mode, apiHost string) string {
+func bundle(t *testing.T, mode evidence.Mode, apiHost string) string {
 	t.Helper()
 	ids, err := evidence.Required(conformance.Version, mode)
 	if err != nil {
