@@ -16,8 +16,7 @@ func newFakeBacked(tb testing.TB) (*server.Server, *sandbox.Platform, *fakeprovi
 	tb.Helper()
 	fake := fakeprovider.New(&fakeprovider.Options{SandboxLimit: 5000})
 	tb.Cleanup(fake.Close)
-	env := map[string]string{sandbox.EnvAPIKey: fake.APIKey(), sandbox.EnvAPIURL: "https://api.test.sandboxkit.test"}
-	p, err := sandbox.NewPlatform(&sandbox.Options{Getenv: func(k string) string { return env[k] }, HTTPClient: fake.HTTPClient()})
+	p, err := fake.Platform()
 	if err != nil {
 		tb.Fatal(err)
 	}

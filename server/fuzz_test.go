@@ -35,8 +35,7 @@ type fuzzFixture struct {
 func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	fp := fakeprovider.New(&fakeprovider.Options{NoDaemon: true})
 	fp.InjectFault(fakeprovider.Fault{Status: 403})
-	env := map[string]string{sandbox.EnvAPIKey: fp.APIKey(), sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test"}
-	p, err := sandbox.NewPlatform(&sandbox.Options{Getenv: func(k string) string { return env[k] }, HTTPClient: fp.HTTPClient()})
+	p, err := fp.Platform()
 	if err != nil {
 		tb.Fatal(err)
 	}
