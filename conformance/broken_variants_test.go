@@ -30,6 +30,7 @@ var focusedSpecs = map[string][]string{
 	"ignores-provider-deadline":  {"errors.hang", "errors.drip"},
 	"abandons-provider-requests": {"errors.hang"},
 	"ignores-max-bytes":          {"errors.oversized"},
+	"empty-id-is-default":        {"bounds.empty-id-with-default"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -37,6 +38,7 @@ var focusedSpecs = map[string][]string{
 func brokenVariants() []brokenVariant {
 	return []brokenVariant{
 		{"echoes-invalid-value", FamilyBounds, "puts the submitted arguments into validation errors", echoesInvalidValue},
+		{"empty-id-is-default", FamilyBounds, `reads sandbox_id "" as the session's default`, emptyIDIsDefault},
 		{"calls-provider-before-validating", FamilyBounds, "lists sandboxes before validating a call", callsProviderBeforeValidating},
 		{"connects-for-external-get", FamilyDelegation, "calls connect before reading an external sandbox", connectsForExternalGet},
 		{"creates-in-get", FamilyDefault, "creates a sandbox when get_sandbox has no default", createsInGet},
@@ -393,5 +395,19 @@ var wrongReadOnlyHint = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHa
 			}
 		}
 		return res, err
+	}
+})
+
+// emptyIDIsDefault reads an explicitly empty sandbox_id as "the default",
+// the VAL-3 defect that only shows once a default exists.
+var emptyIDIsDefault = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if _, args, ok := toolCall(method, req); ok && args["sandbox_id"] == "" {
+			delete(args, "sandbox_id")
+			data, _ := json.Marshal(args)
+			ctr := req.(*mcp.CallToolRequest)
+			ctr.Params.Arguments = data
+		}
+		return next(ctx, method, req)
 	}
 })

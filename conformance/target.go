@@ -54,8 +54,11 @@ func newClient() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "sandboxkit-conformance", Version: Version}, nil)
 }
 
-// Version is the kit's version, recorded in reports and evidence.
-const Version = "0.1.0"
+// Version is the kit's version, recorded in reports and evidence. Each
+// version has its own required-spec list (evidence/required/<Version>.txt);
+// a version that changes the catalog or a rule is a new version, so that
+// bundles recorded under an earlier one still verify against their list.
+const Version = "0.2.0"
 
 // alternateTarget is a target that can also be reached over a second
 // transport (the in-process reference server over Streamable HTTP).
