@@ -31,6 +31,7 @@ var focusedSpecs = map[string][]string{
 	"abandons-provider-requests": {"errors.hang"},
 	"ignores-max-bytes":          {"errors.oversized"},
 	"empty-id-is-default":        {"bounds.empty-id-with-default"},
+	"races-implicit-create":      {"default.concurrent-implicit-create"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -41,6 +42,7 @@ func brokenVariants() []brokenVariant {
 		{"empty-id-is-default", FamilyBounds, `reads sandbox_id "" as the session's default`, emptyIDIsDefault},
 		{"calls-provider-before-validating", FamilyBounds, "lists sandboxes before validating a call", callsProviderBeforeValidating},
 		{"connects-for-external-get", FamilyDelegation, "calls connect before reading an external sandbox", connectsForExternalGet},
+		{"races-implicit-create", FamilyDefault, "creates a default for each concurrent call that finds none", racesImplicitCreate},
 		{"creates-in-get", FamilyDefault, "creates a sandbox when get_sandbox has no default", createsInGet},
 		{"renews-after-close", FamilyRenewal, "renews a sandbox after destroying it", renewsAfterClose},
 		{"leaks-access-token", FamilyLeakage, "adds the sandbox's envd access token to metadata results", leaksAccessToken},
@@ -407,6 +409,31 @@ var emptyIDIsDefault = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHan
 			data, _ := json.Marshal(args)
 			ctr := req.(*mcp.CallToolRequest)
 			ctr.Params.Arguments = data
+		}
+		return next(ctx, method, req)
+	}
+})
+
+// racesImplicitCreate checks for a default and creates one when it finds
+// none, without holding anything between the two: calls sent at once each
+// create a sandbox (the SESSION-2 race).
+var racesImplicitCreate = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	dataPlane := map[string]bool{"run_command": true, "run_code": true, "write_file": true, "list_files": true,
+		"read_file": true, "start_background_command": true, "upload_file": true, "download_file": true}
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		name, args, ok := toolCall(method, req)
+		if !ok || !dataPlane[name] || args["sandbox_id"] != nil {
+			return next(ctx, method, req)
+		}
+		session := req.(*mcp.CallToolRequest).Session
+		call := func(tool string) (*mcp.CallToolResult, error) {
+			res, err := next(ctx, method, &mcp.CallToolRequest{Session: session,
+				Params: &mcp.CallToolParamsRaw{Name: tool, Arguments: json.RawMessage(`{}`)}})
+			r, _ := res.(*mcp.CallToolResult)
+			return r, err
+		}
+		if r, err := call("get_sandbox"); err == nil && r != nil && r.IsError {
+			_, _ = call("create_sandbox")
 		}
 		return next(ctx, method, req)
 	}
