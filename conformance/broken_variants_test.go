@@ -32,6 +32,8 @@ var focusedSpecs = map[string][]string{
 	"ignores-max-bytes":          {"errors.oversized"},
 	"empty-id-is-default":        {"bounds.empty-id-with-default"},
 	"races-implicit-create":      {"default.concurrent-implicit-create"},
+	"connect-renews-external":    {"renewal.external-keeps-end-time"},
+	"renews-only-on-success":     {"renewal.failed-calls-renew"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -44,6 +46,8 @@ func brokenVariants() []brokenVariant {
 		{"connects-for-external-get", FamilyDelegation, "calls connect before reading an external sandbox", connectsForExternalGet},
 		{"races-implicit-create", FamilyDefault, "creates a default for each concurrent call that finds none", racesImplicitCreate},
 		{"creates-in-get", FamilyDefault, "creates a sandbox when get_sandbox has no default", createsInGet},
+		{"connect-renews-external", FamilyRenewal, "asks the default lifetime on every connect, extending external sandboxes", connectRenewsExternal},
+		{"renews-only-on-success", FamilyRenewal, "skips the renewal after a call the daemon answered with an error", renewsOnlyOnSuccess},
 		{"renews-after-close", FamilyRenewal, "renews a sandbox after destroying it", renewsAfterClose},
 		{"leaks-access-token", FamilyLeakage, "adds the sandbox's envd access token to metadata results", leaksAccessToken},
 		{"passes-provider-message", FamilyErrors, "appends the provider's raw error message to tool errors", passesProviderMessage},
@@ -438,3 +442,55 @@ var racesImplicitCreate = middlewareOnly(func(next mcp.MethodHandler) mcp.Method
 		return next(ctx, method, req)
 	}
 })
+
+// connectRenewsExternal asks the platform's default lifetime on every
+// connect: reaching an external sandbox near its end extends it (RENEW-2).
+var connectRenewsExternal = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/connect") {
+			body := `{"timeout":300}`
+			r = r.Clone(r.Context())
+			r.Body = io.NopCloser(strings.NewReader(body))
+			r.ContentLength = int64(len(body))
+		}
+		return rt.RoundTrip(r)
+	})
+})
+
+// renewsOnlyOnSuccess drops the renewal that follows a daemon request the
+// daemon answered with an error status (RENEW-1 after a failed call).
+func renewsOnlyOnSuccess() *breakage {
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if id, ok := envdSandbox(r); ok {
+				resp, err := rt.RoundTrip(r)
+				mu.Lock()
+				failed[id] = err == nil && resp.StatusCode >= 400
+				mu.Unlock()
+				return resp, err
+			}
+			if id, ok := strings.CutSuffix(strings.TrimPrefix(r.URL.Path, "/sandboxes/"), "/timeout"); ok && r.Method == http.MethodPost {
+				mu.Lock()
+				skip := failed[id]
+				delete(failed, id)
+				mu.Unlock()
+				if skip {
+					return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	}}
+}
+
+// envdSandbox returns the sandbox a daemon request is addressed to: the
+// E2b-Sandbox-Id header, or the host "49983-<id>.<domain>".
+func envdSandbox(r *http.Request) (string, bool) {
+	if id := r.Header.Get("E2b-Sandbox-Id"); id != "" {
+		return id, true
+	}
+	host, _, _ := strings.Cut(r.URL.Host, ".")
+	return strings.CutPrefix(host, "49983-")
+}
