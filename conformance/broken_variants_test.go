@@ -34,6 +34,7 @@ var focusedSpecs = map[string][]string{
 	"races-implicit-create":      {"default.concurrent-implicit-create"},
 	"connect-renews-external":    {"renewal.external-keeps-end-time"},
 	"renews-only-on-success":     {"renewal.failed-calls-renew"},
+	"passes-time-offsets":        {"leakage.metadata-times-in-utc"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -49,6 +50,7 @@ func brokenVariants() []brokenVariant {
 		{"connect-renews-external", FamilyRenewal, "asks the default lifetime on every connect, extending external sandboxes", connectRenewsExternal},
 		{"renews-only-on-success", FamilyRenewal, "skips the renewal after a call the daemon answered with an error", renewsOnlyOnSuccess},
 		{"renews-after-close", FamilyRenewal, "renews a sandbox after destroying it", renewsAfterClose},
+		{"passes-time-offsets", FamilyLeakage, "passes the platform's time strings through, offset and all", passesTimeOffsets},
 		{"leaks-access-token", FamilyLeakage, "adds the sandbox's envd access token to metadata results", leaksAccessToken},
 		{"passes-provider-message", FamilyErrors, "appends the provider's raw error message to tool errors", passesProviderMessage},
 		{"ignores-provider-deadline", FamilyErrors, "waits for the provider as long as it takes", ignoresProviderDeadline},
@@ -493,4 +495,79 @@ func envdSandbox(r *http.Request) (string, bool) {
 	}
 	host, _, _ := strings.Cut(r.URL.Host, ".")
 	return strings.CutPrefix(host, "49983-")
+}
+
+// passesTimeOffsets copies the platform's startedAt and endAt strings into
+// metadata results as they came, offset and all, instead of converting
+// them to UTC (META-2).
+func passesTimeOffsets() *breakage {
+	var mu sync.Mutex
+	raw := map[string][2]string{} // sandbox ID -> platform's startedAt, endAt
+	capture := func(body []byte) {
+		var one struct {
+			SandboxID        string `json:"sandboxID"`
+			StartedAt, EndAt string
+		}
+		var many []json.RawMessage
+		items := []json.RawMessage{body}
+		if json.Unmarshal(body, &many) == nil {
+			items = many
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, it := range items {
+			if json.Unmarshal(it, &one) == nil && one.SandboxID != "" && one.StartedAt != "" {
+				raw[one.SandboxID] = [2]string{one.StartedAt, one.EndAt}
+			}
+		}
+	}
+	rewrite := func(m map[string]any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if id, _ := m["sandbox_id"].(string); raw[id][0] != "" {
+			m["started_at"], m["end_at"] = raw[id][0], raw[id][1]
+		}
+	}
+	return &breakage{
+		transport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				resp, err := rt.RoundTrip(r)
+				if err != nil || r.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+					return resp, err
+				}
+				body, rerr := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				resp.Body = io.NopCloser(bytes.NewReader(body))
+				if rerr == nil {
+					capture(body)
+				}
+				return resp, nil
+			})
+		},
+		middleware: func(breakEnv) mcp.Middleware {
+			return func(next mcp.MethodHandler) mcp.MethodHandler {
+				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+					res, err := next(ctx, method, req)
+					name, _, ok := toolCall(method, req)
+					if !ok || err != nil {
+						return res, err
+					}
+					editToolResult(res, func(m map[string]any) {
+						switch name {
+						case "get_sandbox":
+							rewrite(m)
+						case "list_sandboxes":
+							items, _ := m["sandboxes"].([]any)
+							for _, it := range items {
+								if sm, ok := it.(map[string]any); ok {
+									rewrite(sm)
+								}
+							}
+						}
+					})
+					return res, err
+				}
+			}
+		},
+	}
 }

@@ -71,7 +71,7 @@ type Spec struct {
 func Specs() []Spec {
 	var all []Spec
 	for _, group := range [][]Spec{
-		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(), renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(),
+		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(), renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(),
 		errorSpecs(), cleanupSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)

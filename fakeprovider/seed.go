@@ -46,6 +46,11 @@ type SandboxSeed struct {
 	// domain, endAt, envdAccessToken, envdVersion, memoryMB, metadata,
 	// startedAt, state, templateID.
 	Omit []string
+	// Zone, when set, writes the sandbox's startedAt and endAt in get and
+	// list answers with that zone's offset ("2026-01-01T17:30:00+05:30")
+	// instead of UTC: the same instants, in a form a server must convert
+	// (META-2). The platform answers in UTC; this imitates one that does not.
+	Zone *time.Location
 }
 
 // AddSandbox plants a sandbox described by seed and returns its ID. Its
@@ -98,6 +103,7 @@ func (p *Provider) AddSandbox(seed SandboxSeed) string {
 	s := p.newRecord(id, alias, tmpl, seed.Secure, seed.Metadata, seed.EnvVars)
 	s.state, s.startedAt, s.endAt = state, startedAt, endAt
 	s.omit = slices.Clone(seed.Omit)
+	s.zone = seed.Zone
 	if seed.CPUCount != 0 {
 		s.cpuCount = seed.CPUCount
 	}

@@ -85,6 +85,7 @@ type sandboxRecord struct {
 	memoryMB            int
 	diskSizeMB          int
 	omit                []string
+	zone                *time.Location // nil: UTC
 	daemon              Daemon
 }
 

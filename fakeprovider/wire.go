@@ -75,10 +75,19 @@ func (s *sandboxRecord) sandboxJSON() wireSandbox {
 func (s *sandboxRecord) listedJSON() wireListed {
 	return wireListed{
 		TemplateID: s.templateID, Alias: s.alias, SandboxID: s.id, ClientID: s.clientID,
-		StartedAt: s.startedAt.UTC(), EndAt: s.endAt.UTC(),
+		StartedAt: s.inZone(s.startedAt), EndAt: s.inZone(s.endAt),
 		CPUCount: s.cpuCount, MemoryMB: s.memoryMB, DiskSizeMB: s.diskSizeMB,
 		State: s.state.wire(), EnvdVersion: s.envdVersion, Metadata: maps.Clone(s.metadata),
 	}
+}
+
+// inZone returns t as s's answers write it: in UTC, unless the seed chose
+// another zone.
+func (s *sandboxRecord) inZone(t time.Time) time.Time {
+	if s.zone != nil {
+		return t.In(s.zone)
+	}
+	return t.UTC()
 }
 
 // detailJSON returns s as a SandboxDetail.
