@@ -35,6 +35,8 @@ var focusedSpecs = map[string][]string{
 	"connect-renews-external":    {"renewal.external-keeps-end-time"},
 	"renews-only-on-success":     {"renewal.failed-calls-renew"},
 	"passes-time-offsets":        {"leakage.metadata-times-in-utc"},
+	"destroys-once":              {"cleanup.close-destroy-retries"},
+	"retries-unauthorized":       {"cleanup.close-destroy-unauthorized"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -57,6 +59,8 @@ func brokenVariants() []brokenVariant {
 		{"abandons-provider-requests", FamilyErrors, "stops waiting for the provider at its deadline without cancelling the request", abandonsProviderRequests},
 		{"ignores-max-bytes", FamilyErrors, "ignores download_file's max_bytes", ignoresMaxBytes},
 		{"destroys-external-at-close", FamilyCleanup, "destroys every sandbox it has seen when it destroys one", destroysExternalAtClose},
+		{"destroys-once", FamilyCleanup, "gives up a close-time destroy after its first failure", destroysOnce},
+		{"retries-unauthorized", FamilyCleanup, "retries a destroy the provider refused with 401", retriesUnauthorized},
 		{"skips-cleanup", FamilyCleanup, "never destroys sandboxes", skipsCleanup},
 		{"nonzero-exit-is-error", FamilyExec, "reports a non-zero exit as a tool error", nonzeroExitIsError},
 		{"read-file-drops-last-byte", FamilyFiles, "drops the last byte of read_file content", readFileDropsLastByte},
@@ -571,3 +575,42 @@ func passesTimeOffsets() *breakage {
 		},
 	}
 }
+
+// destroysOnce gives up a close-time destroy after its first failure, but
+// pretends to itself that the later attempts succeed (SESSION-1).
+func destroysOnce() *breakage {
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			id, ok := sandboxPath(r.URL.Path)
+			if !ok || r.Method != http.MethodDelete {
+				return rt.RoundTrip(r)
+			}
+			mu.Lock()
+			skip := failed[id]
+			mu.Unlock()
+			if skip {
+				return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+			}
+			resp, err := rt.RoundTrip(r)
+			if err != nil || resp.StatusCode >= 400 {
+				mu.Lock()
+				failed[id] = true
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	}}
+}
+
+// retriesUnauthorized sends a destroy refused with 401 a second time.
+var retriesUnauthorized = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && err == nil && resp.StatusCode == http.StatusUnauthorized {
+			sideRequest(r, rt, http.MethodDelete, r.URL.Path, "")
+		}
+		return resp, err
+	})
+})

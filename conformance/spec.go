@@ -72,7 +72,7 @@ func Specs() []Spec {
 	var all []Spec
 	for _, group := range [][]Spec{
 		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(), renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(),
-		errorSpecs(), cleanupSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
+		errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)
 	}

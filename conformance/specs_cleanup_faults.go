@@ -1,0 +1,84 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// closeDestroyFailures are passing failures of the close-time destroy: the
+// sandbox must end up destroyed, with retries (SESSION-1).
+var closeDestroyFailures = []struct {
+	name  string
+	fault fakeprovider.Fault
+}{
+	{"503 twice", fakeprovider.Fault{Op: sandbox.OpKillSandbox, Status: http.StatusServiceUnavailable, Times: 2}},
+	{"429 twice", fakeprovider.Fault{Op: sandbox.OpKillSandbox, Status: http.StatusTooManyRequests, Times: 2}},
+	{"connection reset twice", fakeprovider.Fault{Op: sandbox.OpKillSandbox, Reset: true, Times: 2}},
+}
+
+func cleanupFaultSpecs() []Spec {
+	return []Spec{
+		{
+			ID: "cleanup.close-destroy-retries", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1"},
+			Tools: []string{"create_sandbox"},
+			Title: "when the close-time destroy meets 503, 429 or a connection reset a few times, the server retries " +
+				"until the sandbox is destroyed",
+			Body: specCloseDestroyRetries,
+		},
+		{
+			ID: "cleanup.close-destroy-unauthorized", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1"},
+			Tools: []string{"create_sandbox"},
+			Title: "when the close-time destroy is refused with 401 the server tries exactly once and reports the sandbox " +
+				"it could not destroy by ID in its log",
+			Body: specCloseDestroyUnauthorized,
+		},
+	}
+}
+
+func specCloseDestroyRetries(ctx context.Context, tc *TestContext) {
+	for _, c := range closeDestroyFailures {
+		s := tc.Connect(ctx)
+		id := createSandbox(ctx, tc, s, nil)
+		f := c.fault
+		f.SandboxID = id
+		h := tc.Fake.InjectFault(f)
+		lcClose(ctx, tc, s, id)
+		gomega.Expect(h.Hits()).To(gomega.Equal(f.Times), "%s: the destroy met the fault %d times, want %d", c.name, h.Hits(), f.Times)
+		kills := lcKills(tc, id)
+		gomega.Expect(kills).To(gomega.Equal(f.Times+1),
+			"%s: the close-time destroy took %d DELETE requests; want %d failed ones and one that succeeded", c.name, kills, f.Times)
+		h.Clear()
+	}
+}
+
+func specCloseDestroyUnauthorized(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	id := createSandbox(ctx, tc, s, nil)
+	h := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpKillSandbox, SandboxID: id, Status: http.StatusUnauthorized})
+	defer h.Clear()
+	// A server command may exit non-zero here to say that a sandbox could
+	// not be destroyed (the reference server does): that is no failure.
+	_ = s.Close(ctx)
+	// The server either tries once and reports, or keeps retrying: wait for
+	// the report or the settle time.
+	reported := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return strings.Contains(tc.Logs(), id) && lcKills(tc, id) > 0 })
+	lcSettle(ctx, tc)
+	kills := lcKills(tc, id)
+	gomega.Expect(kills).To(gomega.Equal(1),
+		"a destroy refused with 401 must be tried exactly once (a retry cannot succeed and may lock the key out); the server sent %d", kills)
+	if !reported {
+		ginkgo.Fail(fmt.Sprintf("the server did not report sandbox %s, which it could not destroy, by ID in its log "+
+			"(an operator must be able to destroy it by hand)", id))
+	}
+	gomega.Expect(lcLive(tc, id)).To(gomega.BeTrue(), "the sandbox is gone although every destroy was refused")
+}
