@@ -37,6 +37,7 @@ var focusedSpecs = map[string][]string{
 	"passes-time-offsets":        {"leakage.metadata-times-in-utc"},
 	"destroys-once":              {"cleanup.close-destroy-retries"},
 	"retries-unauthorized":       {"cleanup.close-destroy-unauthorized"},
+	"pools-by-id-connections":    {"delegation.by-id-releases-connections"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -46,6 +47,7 @@ func brokenVariants() []brokenVariant {
 		{"echoes-invalid-value", FamilyBounds, "puts the submitted arguments into validation errors", echoesInvalidValue},
 		{"empty-id-is-default", FamilyBounds, `reads sandbox_id "" as the session's default`, emptyIDIsDefault},
 		{"calls-provider-before-validating", FamilyBounds, "lists sandboxes before validating a call", callsProviderBeforeValidating},
+		{"pools-by-id-connections", FamilyDelegation, "keeps the connections of by-ID calls open in a pool of its own", poolsByIDConnections},
 		{"connects-for-external-get", FamilyDelegation, "calls connect before reading an external sandbox", connectsForExternalGet},
 		{"races-implicit-create", FamilyDefault, "creates a default for each concurrent call that finds none", racesImplicitCreate},
 		{"creates-in-get", FamilyDefault, "creates a sandbox when get_sandbox has no default", createsInGet},
@@ -614,3 +616,21 @@ var retriesUnauthorized = transportOnly(func(rt http.RoundTripper) http.RoundTri
 		return resp, err
 	})
 })
+
+// poolsByIDConnections sends the by-ID calls through a pool of its own that
+// keeps their connections open after they return (GET-6, TIMEOUT-6).
+func poolsByIDConnections() *breakage {
+	pool := &http.Transport{MaxIdleConnsPerHost: 8}
+	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			_, byID := sandboxPath(r.URL.Path)
+			if (byID && r.Method == http.MethodGet) || strings.HasSuffix(r.URL.Path, "/timeout") {
+				r = r.Clone(r.Context())
+				r.Close = false
+				r.Header.Del("Connection")
+				return pool.RoundTrip(r)
+			}
+			return rt.RoundTrip(r)
+		})
+	}}
+}

@@ -94,7 +94,6 @@ func Specs() []Spec {
 // the server alone.
 var optionalSpecs = map[string]string{
 	"protocol.transports-identical":         "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
-	"delegation.by-id-releases-connections": "counts loopback connections to the fake: skipped for the in-process target, which uses none",
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the

@@ -439,10 +439,6 @@ func specRouteTableOnly(ctx context.Context, tc *TestContext) {
 }
 
 func specByIDReleasesConnections(ctx context.Context, tc *TestContext) {
-	if tc.Kind() == TargetInProcess {
-		ginkgo.Skip("the in-process target reaches the fake without sockets, so open connections cannot be counted; " +
-			"run the kit against a stdio or HTTP server to check GET-6 and TIMEOUT-6 connection release")
-	}
 	ext := lcSeed(tc)
 	s := tc.Connect(ctx)
 	for _, c := range []struct {

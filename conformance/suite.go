@@ -39,12 +39,13 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
 		r.hub.fresh()
-		if cfg.Kind() != TargetInProcess {
-			if err := r.hub.listen(cfg.FakeAddr); err != nil {
-				return nil, err
-			}
-			env = r.hub.env()
+		// Every target reaches the fake over loopback, the in-process
+		// reference server too: its connections to the provider are then
+		// real ones the kit can count (GET-6, TIMEOUT-6).
+		if err := r.hub.listen(cfg.FakeAddr); err != nil {
+			return nil, err
 		}
+		env = r.hub.env()
 	}
 	switch cfg.Kind() {
 	case TargetInProcess:

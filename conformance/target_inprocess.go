@@ -17,8 +17,9 @@ import (
 )
 
 // inProcessTarget is the reference server in the kit's own process, reached
-// through in-memory transports, with its platform wired to the fake hub
-// without a socket, or, in cloud mode, to the real platform.
+// through in-memory transports, with its platform reaching the fake hub on
+// loopback (as a server in another process does), or, in cloud mode, the
+// real platform.
 type inProcessTarget struct {
 	hub      *fakeHub      // fake modes
 	cloud    *cloudBackend // cloud mode
@@ -54,11 +55,14 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 		pc, _ := platform.Provider(sandbox.DefaultProviderID)
 		benv = breakEnv{rt: http.DefaultTransport, apiURL: pc.APIURL, apiKey: t.cloud.getenv(sandbox.EnvAPIKey)}
 	} else {
+		// The fake on loopback, through a transport of the server's own, as
+		// for a server in another process.
 		env := map[string]string{
-			sandbox.EnvAPIKey: t.hub.apiKey,
-			sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test",
+			sandbox.EnvAPIKey:     t.hub.apiKey,
+			sandbox.EnvAPIURL:     t.hub.srv.URL(),
+			sandbox.EnvSandboxURL: t.hub.srv.URL(),
 		}
-		var rt http.RoundTripper = t.hub
+		var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
 		if b := t.breakage; b != nil && b.transport != nil {
 			rt = b.transport(rt)
 		}
