@@ -382,16 +382,17 @@ func TestCloudModeAgainstLoopbackFake(t *testing.T) {
 		t.Errorf("tracked sandboxes by source: %v; want create_sandbox and implicit ones, and the kit's one external", sources)
 	}
 
-	// The bundle: everything required of cloud evidence passed; only the
-	// loopback host (and, under go test, the unstamped revision) keep it
-	// from verifying as cloud evidence.
-	expectVerifiesButForLoopbackHost(t, child.dir)
+	// The bundle: everything a cloud run requires passed; the loopback host
+	// makes it loopback evidence, never cloud evidence.
+	expectLoopbackEvidenceOfCloudRun(t, child.dir)
 	b, err := evidence.Read(child.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m := b.Manifest
-	if m.Mode != evidence.ModeCloud || m.APIHost != f.host() || m.ProviderID != "e2b" || m.Transport != "in-process" || m.Server.Name != "sandboxkit-reference" {
+	// A cloud run against a loopback host is loopback evidence, checked
+	// against the cloud run's required list.
+	if m.Mode != evidence.ModeLoopback || m.KitMode != evidence.ModeCloud || m.APIHost != f.host() || m.ProviderID != "e2b" || m.Transport != "in-process" || m.Server.Name != "sandboxkit-reference" {
 		t.Errorf("manifest: %+v", m)
 	}
 	if m.Cleanup == nil || m.Cleanup.Tracked != len(rec.Sandboxes) || len(m.Cleanup.Failed) != 0 || m.Cleanup.DestroyedByKit < 1 {

@@ -161,10 +161,11 @@ func cleanupStats(rr RunRecord, failed []string) *evidence.Cleanup {
 	return c
 }
 
-// writeEvidence writes the run's evidence bundle to dir.
-func (rec *recorder) writeEvidence(dir string, report ginkgo.Report) error {
+// writeEvidence writes the run's evidence bundle to dir and returns its
+// mode.
+func (rec *recorder) writeEvidence(dir string, report ginkgo.Report) (evidence.Mode, error) {
 	b := rec.bundle(report)
-	return evidence.Write(dir, b, rec.currentRedactor())
+	return b.Manifest.Mode, evidence.Write(dir, b, rec.currentRedactor())
 }
 
 // evidenceMaxString bounds each string of a transcript in a bundle: longer
@@ -210,6 +211,11 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		m.APIHost = r.cloud.apiHost
 		m.Region = r.cloud.observedRegion()
 		m.Cleanup = cleanupStats(r.cloud.tracker.record(), failed)
+		if evidence.IsLoopbackHost(m.APIHost) {
+			// The fake (or another stand-in) posing as a real provider:
+			// evidence about a loopback host, selected as a cloud run.
+			m.Mode, m.KitMode = evidence.ModeLoopback, evidence.ModeCloud
+		}
 	case cfg.Cloud:
 		m.ProviderID = sandbox.DefaultProviderID
 	default:

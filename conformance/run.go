@@ -101,13 +101,13 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 		WriteSummary(summary, r)
 		rec.writeCloudSummary(summary)
 		if opts.EvidenceDir != "" {
-			if err := rec.writeEvidence(opts.EvidenceDir, r); err != nil {
+			if mode, err := rec.writeEvidence(opts.EvidenceDir, r); err != nil {
 				rec.mu.Lock()
 				rec.evidenceErr = err
 				rec.mu.Unlock()
 				fmt.Fprintf(summary, "EVIDENCE NOT WRITTEN: %v\n", err)
 			} else {
-				fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", cfg.Mode(), evidenceDirAbs(opts.EvidenceDir))
+				fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", mode, evidenceDirAbs(opts.EvidenceDir))
 			}
 		}
 	})

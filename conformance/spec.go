@@ -93,7 +93,7 @@ func Specs() []Spec {
 // the reason: their outcome depends on how the server is reached, not on
 // the server alone.
 var optionalSpecs = map[string]string{
-	"protocol.transports-identical":         "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
+	"protocol.transports-identical": "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the

@@ -77,8 +77,14 @@ var bundleFiles = []string{FileManifest, FileResults, FileJUnit, FileTranscript,
 type Manifest struct {
 	// Format is [FormatVersion].
 	Format int `json:"format"`
-	// Mode is [ModeCloud] or [ModeLoopback].
+	// Mode is [ModeCloud] or [ModeLoopback]: what the evidence is about. A
+	// run in cloud mode against a loopback API host (the fake provider
+	// posing as a real one) is loopback evidence.
 	Mode Mode `json:"mode"`
+	// KitMode is the mode the kit ran in, when it differs from Mode (cloud
+	// mode against a loopback host): it selects the required-spec list,
+	// since such a run selected the cloud specs.
+	KitMode Mode `json:"kit_mode,omitempty"`
 	// RunID names the run (and its state file for sweeping).
 	RunID string `json:"run_id"`
 	// KitVersion is the conformance kit's version; it selects the list of

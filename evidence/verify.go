@@ -226,6 +226,9 @@ func (v *verifier) manifest(m Manifest, results []SpecResult, opts *VerifyOption
 		if opts.Cloud {
 			v.add(FileManifest, "mode is loopback: evidence against the fake provider never verifies as cloud evidence")
 		}
+		if m.KitMode != "" && m.KitMode != ModeCloud {
+			v.add(FileManifest, "kit_mode %q: only a cloud run against a loopback host states a kit mode", m.KitMode)
+		}
 	default:
 		v.add(FileManifest, "mode %q: the bundle must state cloud or loopback", m.Mode)
 	}
@@ -255,7 +258,11 @@ func (v *verifier) results(m Manifest, results []SpecResult) {
 	if m.KitVersion == "" || (m.Mode != ModeCloud && m.Mode != ModeLoopback) {
 		return
 	}
-	required, err := Required(m.KitVersion, m.Mode)
+	list := m.Mode
+	if m.KitMode != "" {
+		list = m.KitMode
+	}
+	required, err := Required(m.KitVersion, list)
 	if err != nil {
 		v.add(FileManifest, "%v", strings.TrimPrefix(err.Error(), "evidence: "))
 		return
