@@ -36,7 +36,9 @@ func newFakeHub(apiKey string) *fakeHub {
 // fresh replaces the current provider with a new, empty one and returns it.
 func (h *fakeHub) fresh() (*fakeprovider.Provider, *fakeprovider.FakeClock) {
 	clock := fakeprovider.NewFakeClock(time.Now().UTC().Truncate(time.Second))
-	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock})
+	// The kit's leak specs need the detectors a faithful client would see
+	// (metadata and env entries, canary domain, error-message suffix).
+	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true})
 	h.mu.Lock()
 	old := h.cur
 	h.cur, h.clock = p, clock

@@ -24,9 +24,11 @@ type SandboxSeed struct {
 	ID string
 	// Template is a template alias or ID known to the Provider; if empty, "base".
 	Template string
-	// Metadata is the user metadata; the canary entry is added to it.
+	// Metadata is the user metadata; with [Options.Canaries] the canary
+	// entry is added to it.
 	Metadata map[string]string
-	// EnvVars are the environment variables; the canary entry is added.
+	// EnvVars are the environment variables; with [Options.Canaries] the
+	// canary entry is added.
 	EnvVars map[string]string
 	// Secure gives the sandbox an envdAccessToken its daemon requires.
 	Secure bool
@@ -181,8 +183,9 @@ func (p *Provider) lookupTemplate(name string) (string, Template, bool) {
 	return "", Template{}, false
 }
 
-// newRecord builds a sandbox from a template with fresh canaries in every
-// secret-bearing field. The caller sets state and times.
+// newRecord builds a sandbox from a template with fresh canaries in its
+// access tokens and, when canaries are on, in its clientID, domain, metadata
+// and environment. The caller sets state and times.
 func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metadata, envVars map[string]string) *sandboxRecord {
 	templateID := tmpl.ID
 	if templateID == "" {
@@ -196,9 +199,8 @@ func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metad
 		id:                 id,
 		templateID:         templateID,
 		envdVersion:        envdVersion,
-		clientID:           p.canaries.issue(canaryClientID),
+		clientID:           ClientID,
 		trafficAccessToken: p.canaries.issue(canaryTrafficToken),
-		domain:             p.canaries.issue(canaryDomain) + "." + DomainSuffix,
 		metadata:           maps.Clone(metadata),
 		envVars:            maps.Clone(envVars),
 		cpuCount:           tmpl.CPUCount,
@@ -211,14 +213,18 @@ func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metad
 	if secure {
 		s.envdAccessToken = p.canaries.issue(canaryEnvdToken)
 	}
-	if s.metadata == nil {
-		s.metadata = make(map[string]string)
+	if p.canaryMode {
+		s.clientID = p.canaries.issue(canaryClientID)
+		s.domain = p.canaries.issue(canaryDomain) + "." + DomainSuffix
+		if s.metadata == nil {
+			s.metadata = make(map[string]string)
+		}
+		s.metadata[CanaryMetadataKey] = p.canaries.issue(canaryMetadata)
+		if s.envVars == nil {
+			s.envVars = make(map[string]string)
+		}
+		s.envVars[CanaryEnvVar] = p.canaries.issue(canaryEnvVar)
 	}
-	s.metadata[CanaryMetadataKey] = p.canaries.issue(canaryMetadata)
-	if s.envVars == nil {
-		s.envVars = make(map[string]string)
-	}
-	s.envVars[CanaryEnvVar] = p.canaries.issue(canaryEnvVar)
 	return s
 }
 
