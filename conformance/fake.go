@@ -16,6 +16,7 @@ import (
 // process's environment) reaches whichever fake the current spec owns.
 type fakeHub struct {
 	apiKey string
+	routes fakeprovider.RouteFamily // create/connect families each fake serves
 
 	mu    sync.Mutex
 	cur   *fakeprovider.Provider
@@ -38,7 +39,7 @@ func (h *fakeHub) fresh() (*fakeprovider.Provider, *fakeprovider.FakeClock) {
 	clock := fakeprovider.NewFakeClock(time.Now().UTC().Truncate(time.Second))
 	// The kit's leak specs need the detectors a faithful client would see
 	// (metadata and env entries, canary domain, error-message suffix).
-	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true})
+	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true, Routes: h.routes})
 	h.mu.Lock()
 	old := h.cur
 	h.cur, h.clock = p, clock

@@ -38,6 +38,7 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 		r.cloud = c
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
+		r.hub.routes = cfg.fakeRoutes
 		r.hub.fresh()
 		if cfg.Kind() != TargetInProcess {
 			if err := r.hub.listen(cfg.FakeAddr); err != nil {
