@@ -29,10 +29,9 @@ func (p *Provider) handlePause(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case s == nil || !s.state.visible():
 			rep = notFound(id)
-		case s.state == StatePaused:
-			rep = reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox %q is already paused", id)}
 		case s.state != StateRunning:
-			rep = conflict(id, s.state)
+			// e2b-dev/infra packages/api/internal/handlers/sandbox_pause.go.
+			rep = reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox '%s' cannot be paused while in '%s' state", id, s.state)}
 		default:
 			s.state = StatePaused
 			s.endAt = now // a paused sandbox reports its pause time as endAt
