@@ -12,10 +12,12 @@ import (
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// DomainSuffix is the DNS suffix of every domain the fake hands out. Each
-// sandbox's domain is "canary-domain-<hex>.<DomainSuffix>", so a leaked
-// domain is recognisable and the envd host "49983-<id>.<domain>" stays a valid
-// DNS name.
+// DomainSuffix is the DNS suffix of every domain the fake hands out. With
+// [Options.Canaries] each sandbox's domain is
+// "canary-domain-<hex>.<DomainSuffix>", so a leaked domain is recognisable
+// and the envd host "49983-<id>.<domain>" stays a valid DNS name; without,
+// sandboxes report no domain and clients use E2B_DOMAIN (the fake-provider
+// command prints DomainSuffix).
 const DomainSuffix = "sandboxkit.test"
 
 // Default values of [Options].
@@ -154,10 +156,11 @@ type DaemonConfig struct {
 	// SandboxID is the sandbox's ID.
 	SandboxID string
 	// AccessToken is the envdAccessToken the daemon must require in
-	// X-Access-Token; "" when the sandbox was not created with secure: true.
+	// X-Access-Token; "" for a sandbox created on the v1 route without
+	// secure: true (every v2 sandbox has one).
 	AccessToken string
 	// EnvVars are the sandbox's environment variables: the create request's
-	// envVars plus one canary entry.
+	// envVars, plus one canary entry when [Options.Canaries] is set.
 	EnvVars map[string]string
 }
 
