@@ -48,7 +48,7 @@ describe('pause and resume', () => {
       const paused = await Sandbox.list({ query: { state: ['paused'], metadata: { suite: 'pause' } } }).nextItems();
       assert.deepEqual(paused.map((s) => s.sandboxId), [sbx.sandboxId]);
       assert.deepEqual(await Sandbox.list({ query: { state: ['running'], metadata: { suite: 'pause' } } }).nextItems(), []);
-      // connect resumes a paused sandbox (index.mjs:5420 "If the sandbox is
+      // connect resumes a paused sandbox (index.mjs:5424 "If the sandbox is
       // paused, it will be automatically resumed"), its files intact.
       const resumed = await Sandbox.connect(sbx.sandboxId, { timeoutMs: 60_000 });
       assert.equal((await resumed.getInfo()).state, 'running');
@@ -65,7 +65,7 @@ describe('pause and resume', () => {
   });
 
   test('onTimeout "pause" pauses the sandbox at its timeout instead of killing it', async () => {
-    // index.mjs:5073 autoPause: true for lifecycle.onTimeout "pause";
+    // index.mjs:5071 autoPause: true for lifecycle.onTimeout "pause";
     // index.d.ts:2389 NewSandboxV2.autoPause "Automatically pauses the
     // sandbox after the timeout".
     const sbx = await Sandbox.create({ timeoutMs: 1_000, lifecycle: { onTimeout: 'pause' } });
@@ -118,7 +118,7 @@ describe('metrics', () => {
 
 describe('error classes', () => {
   test('a wrong API key: AuthenticationError', async () => {
-    // index.mjs:1052-1055: a 401 becomes AuthenticationError; the platform
+    // index.mjs:1053-1056: a 401 becomes AuthenticationError; the platform
     // answers 401 for an unknown key (e2b-dev/infra spec/openapi.yml 401).
     const apiKey = 'e2b_' + '0'.repeat(40);
     await assert.rejects(Sandbox.create({ apiKey }), AuthenticationError);
@@ -127,7 +127,7 @@ describe('error classes', () => {
   });
 
   test('an envd call on a killed sandbox: TimeoutError', async () => {
-    // index.mjs:1541 an envd 502 becomes TimeoutError (formatSandboxTimeoutError,
+    // index.mjs:1540 an envd 502 becomes TimeoutError (formatSandboxTimeoutError,
     // index.mjs:587): the edge answers 502 for a sandbox that is gone.
     const sbx = await Sandbox.create({ timeoutMs: 60_000 });
     await sbx.kill();
@@ -135,13 +135,13 @@ describe('error classes', () => {
   });
 
   test('lifecycle options the platform cannot honour: InvalidArgumentError before any call', async () => {
-    // index.mjs:5054-5058: checked by the SDK itself.
+    // index.mjs:5054-5059: checked by the SDK itself.
     await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: 'hibernate' } }), InvalidArgumentError);
     await assert.rejects(Sandbox.create({ lifecycle: { onTimeout: 'kill', autoResume: true } }), InvalidArgumentError);
   });
 
   test('a timeout above the maximum: a 400 SandboxError with the platform message, not NotFoundError', async () => {
-    // index.mjs:1064-1066 any other status is SandboxError("<code>: <message>")
+    // index.mjs:1065-1066 any other status is SandboxError("<code>: <message>")
     // with statusCode; the message is the platform's own (e2b-dev/infra
     // packages/api/internal/handlers, create and connect: "Timeout cannot be
     // greater than <N> hours"), with nothing appended.
@@ -157,7 +157,7 @@ describe('error classes', () => {
   test('an unknown template: 404 SandboxError with the platform message', async () => {
     // e2b-dev/infra packages/api/internal/cache/templates/errors.go:
     // "template '<id>' not found"; create maps a 404 like any status
-    // (index.mjs:5084 handleApiError).
+    // (index.mjs:5085 handleApiError).
     await assert.rejects(Sandbox.create('no-such-template'), (err) => {
       assert.ok(err instanceof SandboxError);
       assert.equal(err.statusCode, 404);
@@ -213,7 +213,7 @@ describe('rate limit', () => {
       assert.equal(res.status, 429);
       assert.match(res.headers.get('retry-after') ?? '', /^\d+$/);
       await res.body?.cancel();
-      // index.mjs:1056-1059: 429 -> RateLimitError.
+      // index.mjs:1057-1060: 429 -> RateLimitError.
       await assert.rejects(Sandbox.create({ ...opts }), RateLimitError);
       await first.kill();
       // With room again, the SDK's own retry path is not needed.

@@ -43,7 +43,7 @@ describe('create', () => {
   });
 
   test('without a timeout: the platform default, 300 s', async () => {
-    // index.mjs:5068 timeout is undefined when timeoutMs is not given, so the
+    // index.mjs:5067 timeout is undefined when timeoutMs is not given, so the
     // body has none; index.d.ts:2389 NewSandboxV2.timeout "@default 300".
     const sbx = await Sandbox.create();
     try {
@@ -79,7 +79,7 @@ describe('create', () => {
   });
 
   test('lifecycle, network, volumeMounts and allowInternetAccess are kept and reported', async () => {
-    // index.mjs:5060-5078 sends autoPause, autoResume {enabled}, network,
+    // index.mjs:5062-5076 sends autoPause, autoResume {enabled}, network,
     // allow_internet_access, volumeMounts [{name, path}]; index.mjs:4815-4855
     // getInfo reads lifecycle, network, volumeMounts, allowInternetAccess
     // from SandboxDetail (index.d.ts:2479).
@@ -108,7 +108,7 @@ describe('getInfo', () => {
     const sbx = await Sandbox.create({ timeoutMs: 60_000, metadata: { k: 'v' } });
     try {
       const info = await sbx.getInfo();
-      // index.mjs:4827-4855: sandboxId, templateId, name (alias), metadata,
+      // index.mjs:4823-4855: sandboxId, templateId, name (alias), metadata,
       // envdVersion, startedAt, endAt, state, cpuCount, memoryMB, lifecycle,
       // sandboxDomain (domain || undefined), volumeMounts (default []).
       assert.equal(info.sandboxId, sbx.sandboxId);
@@ -121,7 +121,7 @@ describe('getInfo', () => {
       assert.ok(!Number.isNaN(info.startedAt.getTime()) && !Number.isNaN(info.endAt.getTime()));
       // lifecycle is always set on a running sandbox; without lifecycle
       // options the SDK asks for none: onTimeout kill, no auto-resume
-      // (index.mjs:5050 onTimeout defaults to "kill"; index.d.ts:2565).
+      // (index.mjs:5051 onTimeout defaults to "kill"; index.d.ts:2565).
       assert.deepEqual(info.lifecycle, { onTimeout: 'kill', autoResume: false });
       // domain is null outside a custom cluster (e2b-dev/infra
       // packages/api/internal/handlers/sandbox_get.go), so sandboxDomain is
@@ -178,7 +178,7 @@ describe('connect', () => {
   });
 
   test('to an unknown sandbox: SandboxNotFoundError', async () => {
-    // index.mjs:5148: a 404 becomes SandboxNotFoundError.
+    // index.mjs:5150: a 404 becomes SandboxNotFoundError.
     await assert.rejects(Sandbox.connect('inotthereatall0000000'), SandboxNotFoundError);
   });
 });
@@ -191,7 +191,7 @@ describe('list', () => {
       for (let i = 0; i < 5; i++) {
         made.push(await Sandbox.create({ timeoutMs: 120_000, metadata: { tag, n: String(i) } }));
       }
-      // index.mjs:5180-5193: metadata is URLSearchParams of encoded pairs,
+      // index.mjs:5186-5201: metadata is URLSearchParams of encoded pairs,
       // state is sent as given, limit pages; index.mjs:2584 the paginator
       // follows x-next-token until it is absent.
       const paginator = Sandbox.list({ limit: 2, query: { state: ['running'], metadata: { tag } } });
@@ -216,10 +216,10 @@ describe('list', () => {
       assert.deepEqual(one.map((s) => s.sandboxId), [made[3].sandboxId]);
       // No paused sandbox carries the tag.
       assert.deepEqual(await Sandbox.list({ query: { state: ['paused'], metadata: { tag } } }).nextItems(), []);
-      // order asc (index.mjs:5198) reverses it.
+      // order asc (index.mjs:5199) reverses it.
       const asc = await Sandbox.list({ order: 'asc', query: { metadata: { tag } } }).nextItems();
       assert.deepEqual(asc.map((s) => s.metadata.n), ['0', '1', '2', '3', '4']);
-      // startedAfter in the future matches nothing (index.mjs:5196 toISOString).
+      // startedAfter in the future matches nothing (index.mjs:5197 toISOString).
       const later = await Sandbox.list({ query: { metadata: { tag }, startedAfter: new Date(Date.now() + 3_600_000) } }).nextItems();
       assert.deepEqual(later, []);
     } finally {
@@ -231,7 +231,7 @@ describe('list', () => {
 describe('setTimeout', () => {
   test('instance and static set the remaining lifetime, shorter or longer', async () => {
     // index.mjs:4921 POST /sandboxes/{id}/timeout {timeout}: endAt = now + t,
-    // which may shorten the sandbox (index.mjs:4910 "can extend or reduce").
+    // which may shorten the sandbox (index.mjs:4908 "can extend or reduce").
     const sbx = await Sandbox.create({ timeoutMs: 600_000 });
     try {
       await sbx.setTimeout(30_000);
