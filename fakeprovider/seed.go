@@ -42,6 +42,10 @@ type SandboxSeed struct {
 	// CPUCount, MemoryMB and DiskSizeMB override the template's resources
 	// when non-zero.
 	CPUCount, MemoryMB, DiskSizeMB int
+	// AutoPause makes the sandbox pause rather than die at its EndAt, and
+	// AutoResume is reported in its lifecycle, as for a create with
+	// "autoPause" and "autoResume": {"enabled": true}.
+	AutoPause, AutoResume bool
 	// Omit lists JSON fields to leave out of get and list answers, for
 	// example "cpuCount", "memoryMB", "diskSizeMB" (a platform that does not
 	// report resources). Allowed: alias, clientID, cpuCount, diskSizeMB,
@@ -100,6 +104,7 @@ func (p *Provider) AddSandbox(seed SandboxSeed) string {
 	s := p.newRecord(id, alias, tmpl, seed.Secure, seed.Metadata, seed.EnvVars)
 	s.state, s.startedAt, s.endAt = state, startedAt, endAt
 	s.omit = slices.Clone(seed.Omit)
+	s.autoPause, s.autoResume = seed.AutoPause, seed.AutoResume
 	if seed.CPUCount != 0 {
 		s.cpuCount = seed.CPUCount
 	}

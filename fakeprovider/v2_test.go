@@ -316,3 +316,15 @@ func TestProvider_CanaryModeOn(t *testing.T) {
 	}
 	wantError(t, f.p, f.do("GET", "/sandboxes/inope", nil), 404, `Sandbox "inope"`)
 }
+
+func TestProvider_SeedAutoPause(t *testing.T) {
+	f := newFixture(t, nil)
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{EndAt: t0.Add(time.Minute), AutoPause: true, AutoResume: true})
+	if lc, _ := decodeObject(t, f.do("GET", "/sandboxes/"+id, nil).body)["lifecycle"].(map[string]any); lc["onTimeout"] != "pause" || lc["autoResume"] != true {
+		t.Errorf("seeded lifecycle %v", lc)
+	}
+	f.clock.Advance(2 * time.Minute)
+	if rec, ok := f.p.Sandbox(id); !ok || rec.State != fakeprovider.StatePaused {
+		t.Errorf("seeded autoPause sandbox after EndAt: %+v, live %v", rec, ok)
+	}
+}
