@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/evidence"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -91,6 +92,10 @@ type Config struct {
 	// cloudSettle, set only by the kit's own tests, replaces the settle
 	// time of cloud mode (against a fake posing as a real provider).
 	cloudSettle time.Duration
+	// fakeRoutes, set only by the kit's own tests, makes the fake serve one
+	// create/connect route family; the in-process reference server is then
+	// configured for it.
+	fakeRoutes fakeprovider.RouteFamily
 }
 
 // breakage is a deliberately broken variant of the reference server: a

@@ -16,6 +16,7 @@ import (
 // process's environment) reaches whichever fake the current spec owns.
 type fakeHub struct {
 	apiKey string
+	routes fakeprovider.RouteFamily // create/connect families each fake serves
 
 	mu    sync.Mutex
 	cur   *fakeprovider.Provider
@@ -36,7 +37,9 @@ func newFakeHub(apiKey string) *fakeHub {
 // fresh replaces the current provider with a new, empty one and returns it.
 func (h *fakeHub) fresh() (*fakeprovider.Provider, *fakeprovider.FakeClock) {
 	clock := fakeprovider.NewFakeClock(time.Now().UTC().Truncate(time.Second))
-	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock})
+	// The kit's leak specs need the detectors a faithful client would see
+	// (metadata and env entries, canary domain, error-message suffix).
+	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true, Routes: h.routes})
 	h.mu.Lock()
 	old := h.cur
 	h.cur, h.clock = p, clock

@@ -38,6 +38,7 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 		r.cloud = c
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
+		r.hub.routes = cfg.fakeRoutes
 		r.hub.fresh()
 		// Every target reaches the fake over loopback, the in-process
 		// reference server too: its connections to the provider are then

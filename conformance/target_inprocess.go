@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -66,7 +67,16 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 		if b := t.breakage; b != nil && b.transport != nil {
 			rt = b.transport(rt)
 		}
+		var pcfg *sandbox.Config
+		if t.hub.routes == fakeprovider.V2Routes {
+			// The kit's own tests: a fake without the v1 routes, and the
+			// reference server configured for v2.
+			pcfg = &sandbox.Config{Providers: []sandbox.ProviderConfig{{ID: sandbox.DefaultProviderID,
+				APIURL: env[sandbox.EnvAPIURL], SandboxURL: env[sandbox.EnvSandboxURL], Domain: fakeprovider.DomainSuffix,
+				APIKeyEnv: sandbox.EnvAPIKey, Routes: sandbox.RoutesV2}}}
+		}
 		platform, err = sandbox.NewPlatform(&sandbox.Options{
+			Config:         pcfg,
 			Getenv:         func(k string) string { return env[k] },
 			HTTPClient:     &http.Client{Transport: rt},
 			UserAgent:      "sandboxkit-conformance/" + Version,

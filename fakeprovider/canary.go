@@ -51,13 +51,17 @@ func (b *canaryBook) all() []string {
 
 // Canaries returns every secret the fake has handed out so far: the API key
 // and each canary ("canary-<kind>-<hex>") planted in envdAccessToken,
-// trafficAccessToken, domain (the domain's first label), clientID, the
-// [CanaryMetadataKey] metadata entry, the [CanaryEnvVar] environment
-// variable, error messages and malformed bodies. A test scans any text for
+// trafficAccessToken and malformed bodies and, with [Options.Canaries], in
+// domain (the domain's first label), clientID, the [CanaryMetadataKey]
+// metadata entry, the [CanaryEnvVar] environment variable and error messages. A test scans any text for
 // each of them to detect a leak.
 func (p *Provider) Canaries() []string {
 	return append([]string{p.apiKey}, p.canaries.all()...)
 }
+
+// CanaryMode reports whether the leak detectors a client can see are on
+// ([Options.Canaries]).
+func (p *Provider) CanaryMode() bool { return p.canaryMode }
 
 // FindCanary returns the first canary (or the API key) that text contains,
 // ignoring case, and whether there was one.

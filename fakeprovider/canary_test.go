@@ -11,7 +11,7 @@ import (
 
 func TestProvider_Canaries(t *testing.T) {
 	ds := &daemons{}
-	f := newFixture(t, &fakeprovider.Options{NewDaemon: ds.new})
+	f := newFixture(t, &fakeprovider.Options{NewDaemon: ds.new, Canaries: true})
 	a := f.create(map[string]any{"templateID": "base", "secure": true})
 	b := f.create(map[string]any{"templateID": "base", "secure": true})
 	dnsName := regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)

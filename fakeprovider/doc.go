@@ -2,11 +2,25 @@
 // tests of the sandbox SDK and of MCP servers built on E2B-style providers.
 //
 // A [Provider] serves the control-plane routes of the route table in package
-// sandbox (list v2, create, get, kill, set-timeout, connect) with E2B's paths,
-// status codes, field names and error messages, and forwards requests
+// sandbox with E2B's paths, status codes, field names and error messages:
+// list (GET /v2/sandboxes, and the deprecated unpaged GET /sandboxes),
+// create and connect on both route families (v2: POST /v2/sandboxes and POST
+// /v2/sandboxes/{id}/connect, as e2b@2.51.0 for JS calls them; v1: POST
+// /sandboxes and POST /sandboxes/{id}/connect, as the Python SDK 2.45
+// does), get, kill, set-timeout, pause and metrics. It forwards requests
 // addressed to a sandbox (host "49983-<id>.<domain>" or header
 // E2b-Sandbox-Id) to that sandbox's [Daemon]. One Provider is one account:
 // create one per test, there is no global state.
+//
+// The two families differ as the platform's schemas do. A v2 create
+// (NewSandboxV2) has no "secure" field: every sandbox is secured, so the
+// answer carries an envdAccessToken that the daemon enforces, and an omitted
+// "timeout" means 300 s. A v1 create (NewSandbox) defaults to 15 s and gives
+// a token only with "secure": true. A v2 connect's body is optional
+// ("timeout" defaults to 300 s); v1 requires "timeout". A request on either
+// route is the same operation ([sandbox.OpCreateSandbox],
+// [sandbox.OpConnectSandbox]) in the journal and the fault table;
+// [Entry.Path] tells them apart. [Options.Routes] refuses one family.
 //
 // Reach it in-process with [Provider.HTTPClient] or [Provider.RoundTripper]
 // (streaming, no socket), through an httpmock transport with
@@ -23,20 +37,31 @@
 // Tests inspect it with [Provider.Journal] (every request, control plane and
 // envd), [Provider.Sandbox] and [Provider.LiveSandboxes]; steer it with
 // [Provider.AddSandbox], [Provider.SetState], a [FakeClock] and
-// [Provider.InjectFault]; and detect leaks with [Provider.Canaries]: every
-// secret-bearing value the fake hands out (API key, envdAccessToken,
-// trafficAccessToken, domain, clientID, a metadata entry, an environment
-// variable, every error message) carries a distinct "canary-<kind>-<hex>"
-// string.
+// [Provider.InjectFault]; and detect leaks with [Provider.Canaries]. By
+// default the fake is faithful: metadata and environment come back exactly
+// as sent, error messages are the platform's, clientID is the platform's
+// constant and domain is null; only the values the platform itself makes
+// secret (the API key, envdAccessToken, trafficAccessToken) carry a
+// distinct "canary-<kind>-<hex>" string. [Options.Canaries] (the
+// conformance kit sets it) adds the detectors a client can see: a
+// [CanaryMetadataKey] metadata entry, a [CanaryEnvVar] environment variable,
+// a canary clientID and domain, and a canary reference with a request URL
+// at the end of every error message.
 //
 // # Where the fake knowingly differs from E2B
 //
-//   - Only the routes of the route table exist. The legacy GET /sandboxes,
-//     pause, resume, refreshes, metrics, templates and every other path
-//     answer 404 (in E2B's error shape).
+//   - Snapshots (POST /sandboxes/{id}/snapshots, GET /snapshots, DELETE
+//     /templates/{id}), fork (POST /sandboxes/{id}/fork), network update
+//     (PUT /sandboxes/{id}/network), the deprecated resume and refreshes,
+//     logs and GET /sandboxes/metrics answer 501 "This operation is not
+//     supported by the sandboxkit fake provider" in E2B's error shape, never
+//     404: e2b@2.51.0 turns a 404 on them into SandboxNotFoundError (or, for
+//     deleteSnapshot, false), which would report a live sandbox as gone.
+//     Templates, volumes, secrets, teams and every other path answer 404.
 //   - One account, one API key, header X-API-Key only; the Bearer access
 //     token and team schemes are not supported. No rate limiting (inject a
-//     429 [Fault] instead).
+//     429 [Fault] instead); the fake's own 429 (the concurrency limit)
+//     carries Retry-After: 1. An injected 429 carries what the fault says.
 //   - Schema violations answer 400 with messages modelled on E2B's OpenAPI
 //     validator ("validation error: error in openapi3filter.RequestError:
 //     ..."), not byte-identical ones; bad JSON answers "Error when parsing
@@ -44,30 +69,58 @@
 //   - E2B ignores unknown body fields. The fake rejects "cpuCount" and
 //     "memoryMB" on create with 400 unless [Options.AcceptResources] is set,
 //     in which case it applies them (an E2B-compatible extension).
-//   - autoPause, autoResume, network, mcp and volumeMounts are accepted and
-//     ignored: at endAt a sandbox is always killed, never paused.
+//   - autoPause, autoPauseMemory, autoResume, network, volumeMounts, mcp,
+//     iam and allow_internet_access are accepted and kept; get reports
+//     lifecycle {autoResume, onTimeout} always, network and volumeMounts
+//     when set, allowInternetAccess as sent. They are checked for shape
+//     only (network, mcp and iam must be objects, a volume mount needs name
+//     and path, autoResume needs enabled), not against the platform's full
+//     rules (CIDRs, domains, volumes that exist, autoResume requiring
+//     autoPause); network has no effect, volumes are not mounted and no MCP
+//     gateway runs. At endAt a sandbox created with autoPause is paused
+//     (its endAt stays the pause time), any other is killed.
+//   - Pause's and connect's "memory": false (a filesystem-only snapshot,
+//     a reboot on resume) is accepted and ignored: the daemon and its
+//     processes always survive pause and resume.
+//   - Metrics are made up: one sample every 5 s from startedAt to now (to
+//     the pause time for a paused sandbox), at most the last 100, with the
+//     template's cpuCount, memTotal and diskTotal and nothing in use.
+//   - The deprecated GET /sandboxes lists running sandboxes only, filtered
+//     by metadata, unpaged, oldest first.
 //   - Expiry is evaluated lazily, at each request and each inspection: with
 //     the real clock an expired sandbox's daemon is closed at the next call,
 //     not exactly at endAt. Paused sandboxes never expire.
 //   - Transient states (pausing, killing, snapshotting) only change when a
-//     test calls [Provider.SetState]. Connect answers 409 in all of them,
-//     where E2B answers 409 only while killing and otherwise waits for the
-//     transition to end.
+//     test calls [Provider.SetState]; pause itself is instantaneous. Connect
+//     answers 409 in all of them, where E2B answers 409 only while killing
+//     and otherwise waits for the transition to end.
 //   - Resuming a paused sandbox (connect) restarts its clock: startedAt
 //     becomes now. Its daemon is kept across pause and resume.
 //   - The concurrency limit counts every sandbox that is not paused.
 //     X-Total-Running counts every running sandbox of the account,
 //     regardless of the other filters.
-//   - clientID is a per-sandbox canary everywhere (E2B sends a constant for
-//     listed and paused rows); metadata and envVars carry one extra canary
-//     entry ([CanaryMetadataKey], [CanaryEnvVar]); every error message ends
-//     with " (request https://api.canary-err-<hex>.sandboxkit.test<path> ref
+//   - domain is null and clientID the constant [ClientID] for every
+//     sandbox (E2B reports a domain only on custom clusters). Access tokens
+//     are "canary-<kind>-<hex>" strings, not E2B's formats. With
+//     [Options.Canaries]: clientID is a per-sandbox canary, domain is
+//     "canary-domain-<hex>.sandboxkit.test", metadata and envVars carry one
+//     extra canary entry ([CanaryMetadataKey], [CanaryEnvVar]), and every
+//     error message ends with " (request
+//     https://api.canary-err-<hex>.sandboxkit.test<path> ref
 //     canary-err-<hex>)".
+//   - startedAfter matches startedAt at or after the bound, both truncated
+//     to microseconds, as E2B's database compares them.
+//   - Messages of pause's 409 and of the 501s, and the validator details of
+//     the fields kept as they came, are modelled on E2B's, not copied from
+//     a running platform.
 //   - Edge-proxy answers for envd requests (unknown, expired, killed or
 //     paused sandbox, closed port, no daemon) are 502 with the fake's own
 //     messages in E2B's {code, message} shape. Only port 49983 is routed.
 //   - The fake does not check envd access tokens: it hands the token to the
 //     daemon ([DaemonConfig.AccessToken]), which enforces it.
+//   - The v2 create and connect routes are known only from e2b@2.51.0's
+//     bundled OpenAPI types (index.d.ts:1603-1760, :2219, :2389); no public
+//     snapshot of the platform's own spec has them yet.
 //   - A Malformed or Oversize fault on a route whose success is 204 answers
 //     200, since a 204 cannot carry a body.
 package fakeprovider

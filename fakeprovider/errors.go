@@ -41,14 +41,23 @@ func msgParse(err error) string {
 	return fmt.Sprintf("Error when parsing request: %s", err)
 }
 
-// writeError writes E2B's {"code","message"} body. Every message leaves with
-// a canary and a URL appended, so that a test can tell when a client
-// surfaces a raw provider message or a request URL.
+// writeError writes E2B's {"code","message"} body. With canaries on, every
+// message leaves with a canary and a URL appended, so that a test can tell
+// when a client surfaces a raw provider message or a request URL. A 429
+// carries Retry-After, as the platform's rate limiter sets it.
 func (p *Provider) writeError(w http.ResponseWriter, r *http.Request, status int, msg string) {
-	c := p.canaries.issue(canaryError)
-	msg = fmt.Sprintf("%s (request https://api.%s.%s%s ref %s)", msg, c, DomainSuffix, r.URL.Path, c)
+	if p.canaryMode {
+		c := p.canaries.issue(canaryError)
+		msg = fmt.Sprintf("%s (request https://api.%s.%s%s ref %s)", msg, c, DomainSuffix, r.URL.Path, c)
+	}
+	if status == http.StatusTooManyRequests && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", retryAfterSeconds)
+	}
 	p.writeJSON(w, status, apiError{Code: status, Message: msg})
 }
+
+// retryAfterSeconds is the Retry-After of the fake's 429 answers.
+const retryAfterSeconds = "1"
 
 // writeJSON writes v as a JSON response with status.
 func (p *Provider) writeJSON(w http.ResponseWriter, status int, v any) {

@@ -131,7 +131,8 @@ func decodeList(t *testing.T, b []byte) []map[string]any {
 }
 
 // wantError checks that res is an E2B error with status and a message that
-// starts with prefix and carries a canary and a URL the Provider issued.
+// starts with prefix; with canaries on it must carry a canary and a URL the
+// Provider issued, with canaries off no canary at all.
 func wantError(t *testing.T, p *fakeprovider.Provider, res response, status int, prefix string) {
 	t.Helper()
 	if res.status != status {
@@ -151,6 +152,12 @@ func wantError(t *testing.T, p *fakeprovider.Provider, res response, status int,
 	}
 	if !strings.HasPrefix(*e.Message, prefix) {
 		t.Errorf("message = %q, want prefix %q", *e.Message, prefix)
+	}
+	if !p.CanaryMode() {
+		if strings.Contains(*e.Message, "canary-") || strings.Contains(*e.Message, "https://api.") {
+			t.Errorf("message %q carries a canary or URL although canaries are off", *e.Message)
+		}
+		return
 	}
 	if !strings.Contains(*e.Message, "https://api.canary-err-") {
 		t.Errorf("message %q carries no URL", *e.Message)

@@ -178,7 +178,9 @@ func (lq *listQuery) matches(s *sandboxRecord) bool {
 	if lq.template != "" && lq.template != s.templateID && lq.template != s.alias {
 		return false
 	}
-	if !lq.startedAfter.IsZero() && !s.startedAt.After(lq.startedAfter) {
+	// At or after, compared in microseconds, as the platform's database
+	// does (e2b-dev/infra packages/api/internal/handlers/sandboxes_list.go).
+	if !lq.startedAfter.IsZero() && s.startedAt.Truncate(time.Microsecond).Before(lq.startedAfter.Truncate(time.Microsecond)) {
 		return false
 	}
 	for k, v := range lq.metadata {

@@ -67,7 +67,10 @@ func TestProvider_ListFilters(t *testing.T) {
 		{"metadata escaped key and value", "?metadata=" + meta(url.QueryEscape(url.QueryEscape("a b"))+"="+url.QueryEscape(url.QueryEscape("c&d"))), []string{"s3"}, "3"},
 		{"metadata no match", "?metadata=" + meta("env=none"), nil, "3"},
 		{"template by alias", "?template=code-interpreter-v1", []string{"s2"}, "3"},
-		{"startedAfter", "?order=asc&startedAfter=" + url.QueryEscape(t0.Add(-3*time.Minute).Format(time.RFC3339)), []string{"s3", "s4", "s8"}, "3"},
+		// At or after: s2 started exactly at the bound (e2b-dev/infra
+		// packages/api/internal/handlers/sandboxes_list.go: startedAt >= bound).
+		{"startedAfter includes an exact match", "?order=asc&startedAfter=" + url.QueryEscape(t0.Add(-3*time.Minute).Format(time.RFC3339)), []string{"s2", "s3", "s4", "s8"}, "3"},
+		{"startedAfter", "?order=asc&startedAfter=" + url.QueryEscape(t0.Add(-3*time.Minute+time.Microsecond).Format(time.RFC3339Nano)), []string{"s3", "s4", "s8"}, "3"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -101,7 +104,8 @@ func TestProvider_ListFilters(t *testing.T) {
 				t.Errorf("listed item has %q", k)
 			}
 		}
-		if m, _ := l["metadata"].(map[string]any); m["env"] != "prod" || m[fakeprovider.CanaryMetadataKey] == nil {
+		// Canaries off: metadata comes back exactly as it was seeded.
+		if m, _ := l["metadata"].(map[string]any); len(m) != 2 || m["env"] != "prod" || m["team"] != "a" {
 			t.Errorf("metadata %v", l["metadata"])
 		}
 	})

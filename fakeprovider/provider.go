@@ -12,10 +12,12 @@ import (
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// DomainSuffix is the DNS suffix of every domain the fake hands out. Each
-// sandbox's domain is "canary-domain-<hex>.<DomainSuffix>", so a leaked
-// domain is recognisable and the envd host "49983-<id>.<domain>" stays a valid
-// DNS name.
+// DomainSuffix is the DNS suffix of every domain the fake hands out. With
+// [Options.Canaries] each sandbox's domain is
+// "canary-domain-<hex>.<DomainSuffix>", so a leaked domain is recognisable
+// and the envd host "49983-<id>.<domain>" stays a valid DNS name; without,
+// sandboxes report no domain and clients use E2B_DOMAIN (the fake-provider
+// command prints DomainSuffix).
 const DomainSuffix = "sandboxkit.test"
 
 // Default values of [Options].
@@ -29,9 +31,39 @@ const (
 	DefaultMaxLifetime = 24 * time.Hour
 	// DefaultEnvdVersion is the envdVersion reported for templates that set none.
 	DefaultEnvdVersion = "0.4.3"
-	// DefaultCreateTimeout is the lifetime of a sandbox created without "timeout" (E2B: 15 s).
+	// DefaultCreateTimeout is the lifetime of a sandbox created on the v1
+	// route (POST /sandboxes) without "timeout" (E2B's NewSandbox: 15 s).
 	DefaultCreateTimeout = 15 * time.Second
+	// DefaultCreateTimeoutV2 is the lifetime of a sandbox created on the v2
+	// route (POST /v2/sandboxes) without "timeout" (E2B's NewSandboxV2:
+	// 300 s; e2b@2.51.0 index.d.ts:2389).
+	DefaultCreateTimeoutV2 = 300 * time.Second
+	// DefaultConnectTimeoutV2 is the timeout of a v2 connect whose body has
+	// none (E2B's ConnectSandboxV2: 300 s; e2b@2.51.0 index.d.ts:2219).
+	DefaultConnectTimeoutV2 = 300 * time.Second
 )
+
+// A RouteFamily selects which of the two route families of create and
+// connect a Provider serves.
+type RouteFamily int
+
+// The route families.
+const (
+	// AllRoutes serves both the v1 and the v2 routes (the platform today).
+	AllRoutes RouteFamily = iota
+	// V1Routes serves only POST /sandboxes and POST /sandboxes/{id}/connect;
+	// the v2 routes answer 404, as on a platform that predates them.
+	V1Routes
+	// V2Routes serves only POST /v2/sandboxes and POST
+	// /v2/sandboxes/{id}/connect; the v1 routes answer 404, as on a platform
+	// that has retired them.
+	V2Routes
+)
+
+// ClientID is the clientID the platform reports for every sandbox when
+// canaries are off (E2B's constant for sandboxes it lists; the field is
+// deprecated).
+const ClientID = "6532622b"
 
 // Options configures a [Provider]. The zero value of each field selects its
 // documented default; a nil *Options selects all defaults.
@@ -68,6 +100,19 @@ type Options struct {
 	// NoDaemon gives sandboxes no daemon at all: every envd request gets
 	// 502. It overrides NewDaemon.
 	NoDaemon bool
+	// Routes restricts create and connect to one route family; the zero
+	// value serves both.
+	Routes RouteFamily
+	// Canaries turns on the leak detectors a faithful client can see: a
+	// [CanaryMetadataKey] entry added to every sandbox's metadata, a
+	// [CanaryEnvVar] added to its environment, a canary clientID and domain
+	// ("canary-domain-<hex>.sandboxkit.test") in place of the platform's
+	// constant clientID and null domain, and a canary reference (with a
+	// request URL) appended to every error message. Off, the fake answers
+	// what the platform answers; the API key and the access tokens, which
+	// the platform itself makes secret, are canaries either way. The
+	// conformance kit turns this on.
+	Canaries bool
 }
 
 // A Template is the build a sandbox starts from. Its resources fill the
@@ -111,10 +156,11 @@ type DaemonConfig struct {
 	// SandboxID is the sandbox's ID.
 	SandboxID string
 	// AccessToken is the envdAccessToken the daemon must require in
-	// X-Access-Token; "" when the sandbox was not created with secure: true.
+	// X-Access-Token; "" for a sandbox created on the v1 route without
+	// secure: true (every v2 sandbox has one).
 	AccessToken string
 	// EnvVars are the sandbox's environment variables: the create request's
-	// envVars plus one canary entry.
+	// envVars, plus one canary entry when [Options.Canaries] is set.
 	EnvVars map[string]string
 }
 
@@ -133,6 +179,8 @@ type Provider struct {
 	maxLifetime     time.Duration
 	acceptResources bool
 	newDaemon       func(DaemonConfig) Daemon
+	routes          RouteFamily
+	canaryMode      bool
 
 	controlMux *http.ServeMux
 	envdMux    *http.ServeMux
@@ -160,6 +208,8 @@ func New(opts *Options) *Provider {
 		maxLifetime:     opts.MaxLifetime,
 		acceptResources: opts.AcceptResources,
 		newDaemon:       opts.NewDaemon,
+		routes:          opts.Routes,
+		canaryMode:      opts.Canaries,
 		sandboxes:       make(map[string]*sandboxRecord),
 	}
 	switch {
@@ -217,15 +267,20 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // newControlMux routes each control-plane operation of the route table to
-// its handler; anything else is op "" and gets 404.
+// its handler, the v2 routes of create and connect to theirs (journalled
+// under the same operation), the platform routes the fake does not
+// implement to a 501, and anything else to op "" and 404.
 func (p *Provider) newControlMux() *http.ServeMux {
 	handlers := map[string]func(http.ResponseWriter, *http.Request){
-		sandbox.OpListSandboxes:  p.handleList,
-		sandbox.OpCreateSandbox:  p.handleCreate,
-		sandbox.OpGetSandbox:     p.handleGet,
-		sandbox.OpKillSandbox:    p.handleKill,
-		sandbox.OpSetTimeout:     p.handleSetTimeout,
-		sandbox.OpConnectSandbox: p.handleConnect,
+		sandbox.OpListSandboxes:   p.handleList,
+		sandbox.OpCreateSandbox:   p.handleCreateV1,
+		sandbox.OpGetSandbox:      p.handleGet,
+		sandbox.OpKillSandbox:     p.handleKill,
+		sandbox.OpSetTimeout:      p.handleSetTimeout,
+		sandbox.OpConnectSandbox:  p.handleConnectV1,
+		sandbox.OpPauseSandbox:    p.handlePause,
+		sandbox.OpSandboxMetrics:  p.handleMetrics,
+		sandbox.OpListSandboxesV1: p.handleListV1,
 	}
 	mux := http.NewServeMux()
 	for _, op := range sandbox.ControlPlaneOps() {
@@ -233,7 +288,19 @@ func (p *Provider) newControlMux() *http.ServeMux {
 		if !ok {
 			panic(fmt.Sprintf("fakeprovider: no handler for route %q", op))
 		}
+		if p.routes == V2Routes && (op == sandbox.OpCreateSandbox || op == sandbox.OpConnectSandbox) {
+			// A refused family looks like a path the platform never had.
+			mux.Handle(op, p.controlPlane("", p.handleUnknownRoute))
+			continue
+		}
 		mux.Handle(op, p.controlPlane(op, h))
+	}
+	if p.routes != V1Routes {
+		mux.Handle(sandbox.RouteCreateSandboxV2, p.controlPlane(sandbox.OpCreateSandbox, p.handleCreateV2))
+		mux.Handle(sandbox.RouteConnectSandboxV2, p.controlPlane(sandbox.OpConnectSandbox, p.handleConnectV2))
+	}
+	for _, route := range unimplementedRoutes() {
+		mux.Handle(route, p.controlPlane(route, p.handleUnimplemented))
 	}
 	mux.Handle("/", p.controlPlane("", p.handleUnknownRoute))
 	return mux

@@ -1,10 +1,12 @@
 package fakeprovider
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -14,6 +16,22 @@ const maxRequestBody = 1 << 20
 // decodeJSON decodes the request body into v.
 func decodeJSON(r *http.Request, v any) error {
 	if err := json.NewDecoder(io.LimitReader(r.Body, maxRequestBody)).Decode(v); err != nil {
+		return fmt.Errorf("decode body: %w", err)
+	}
+	return nil
+}
+
+// decodeOptionalJSON decodes the request body into v; an empty body
+// leaves v as it is, as for a route whose requestBody is optional.
+func decodeOptionalJSON(r *http.Request, v any) error {
+	data, err := io.ReadAll(io.LimitReader(r.Body, maxRequestBody))
+	if err != nil {
+		return fmt.Errorf("read body: %w", err)
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(data, v); err != nil {
 		return fmt.Errorf("decode body: %w", err)
 	}
 	return nil
@@ -92,15 +110,31 @@ func conflict(id string, s State) reply {
 	return reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox %q is being %s", id, s.transitionVerb())}
 }
 
-// handleCreate serves POST /sandboxes.
-func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request) {
+// handleCreateV1 serves POST /sandboxes (NewSandbox): "timeout" defaults to
+// 15 s and the daemon requires an access token only with "secure": true.
+func (p *Provider) handleCreateV1(w http.ResponseWriter, r *http.Request) {
+	p.handleCreate(w, r, false)
+}
+
+// handleCreateV2 serves POST /v2/sandboxes (NewSandboxV2, e2b@2.51.0
+// index.d.ts:2389): every sandbox is secured and "timeout" defaults to 300 s.
+func (p *Provider) handleCreateV2(w http.ResponseWriter, r *http.Request) {
+	p.handleCreate(w, r, true)
+}
+
+// handleCreate serves both create routes.
+func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request, v2 bool) {
+	schema := "NewSandbox"
+	if v2 {
+		schema = "NewSandboxV2"
+	}
 	var body newSandboxBody
 	if err := decodeJSON(r, &body); err != nil {
 		p.parseError(w, r, err)
 		return
 	}
 	if body.TemplateID == "" {
-		p.validationError(w, r, `request body has an error: doesn't match schema #/components/schemas/NewSandbox: property "templateID" is missing`)
+		p.validationError(w, r, fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: property "templateID" is missing`, schema))
 		return
 	}
 	if !p.acceptResources {
@@ -109,10 +143,14 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request) {
 			v    *int64
 		}{{"cpuCount", body.CPUCount}, {"memoryMB", body.MemoryMB}} {
 			if f.v != nil {
-				p.validationError(w, r, fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/NewSandbox: property %q is unsupported`, f.name))
+				p.validationError(w, r, fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: property %q is unsupported`, schema, f.name))
 				return
 			}
 		}
+	}
+	if detail, ok := checkCreateShapes(&body, schema); !ok {
+		p.validationError(w, r, detail)
+		return
 	}
 	alias, tmpl, ok := p.lookupTemplate(body.TemplateID)
 	if !ok {
@@ -120,6 +158,9 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	timeout := DefaultCreateTimeout
+	if v2 {
+		timeout = DefaultCreateTimeoutV2
+	}
 	if body.Timeout != nil {
 		if *body.Timeout <= 0 {
 			p.writeError(w, r, http.StatusBadRequest, msgTimeoutNotPositive)
@@ -132,11 +173,11 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request) {
 		timeout = time.Duration(*body.Timeout) * time.Second
 	}
 	if body.CPUCount != nil && *body.CPUCount < 1 {
-		p.validationError(w, r, `request body has an error: doesn't match schema #/components/schemas/NewSandbox: Error at "/cpuCount": number must be at least 1`)
+		p.validationError(w, r, fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: Error at "/cpuCount": number must be at least 1`, schema))
 		return
 	}
 	if body.MemoryMB != nil && *body.MemoryMB < 128 {
-		p.validationError(w, r, `request body has an error: doesn't match schema #/components/schemas/NewSandbox: Error at "/memoryMB": number must be at least 128`)
+		p.validationError(w, r, fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: Error at "/memoryMB": number must be at least 128`, schema))
 		return
 	}
 	if rep, full := p.limitReached(); full {
@@ -144,8 +185,20 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	s := p.newRecord(newSandboxID(), alias, tmpl, body.Secure != nil && *body.Secure, body.Metadata, body.EnvVars)
+	// v2 has no "secure": all system communication with the sandbox is
+	// always secured (index.d.ts:2389); v1 keeps it opt-in.
+	secure := v2 || (body.Secure != nil && *body.Secure)
+	s := p.newRecord(newSandboxID(), alias, tmpl, secure, body.Metadata, body.EnvVars)
 	s.allowInternetAccess = body.AllowInternetAccess
+	s.autoPause = body.AutoPause != nil && *body.AutoPause
+	s.autoResume = body.AutoResume != nil && body.AutoResume.Enabled != nil && *body.AutoResume.Enabled
+	if len(body.Network) > 0 && string(body.Network) != "null" {
+		s.network = slices.Clone(body.Network)
+	}
+	s.volumeMounts = slices.Clone(body.VolumeMounts)
+	if len(body.MCP) > 0 && string(body.MCP) != "null" {
+		s.mcp = slices.Clone(body.MCP)
+	}
 	if body.CPUCount != nil {
 		s.cpuCount = int(*body.CPUCount)
 	}
@@ -171,6 +224,33 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	p.write(w, r, rep)
+}
+
+// checkCreateShapes checks the create fields the fake keeps as they came:
+// "network" and "mcp" must be objects, every volume mount needs a name and
+// a path. It returns the validator's detail when one is wrong.
+func checkCreateShapes(body *newSandboxBody, schema string) (string, bool) {
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+	}{{"network", body.Network}, {"mcp", body.MCP}, {"iam", body.IAM}} {
+		if len(f.raw) == 0 || string(f.raw) == "null" {
+			continue
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(f.raw, &obj) != nil {
+			return fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: Error at "/%s": value must be an object`, schema, f.name), false
+		}
+	}
+	for i, m := range body.VolumeMounts {
+		if m.Name == "" || m.Path == "" {
+			return fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: Error at "/volumeMounts/%d": property "name" and "path" are required`, schema, i), false
+		}
+	}
+	if body.AutoResume != nil && body.AutoResume.Enabled == nil {
+		return fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: Error at "/autoResume": property "enabled" is missing`, schema), false
+	}
+	return "", true
 }
 
 // limitReply is the 429 the platform gives beyond the concurrency limit.
@@ -264,27 +344,51 @@ func (p *Provider) handleSetTimeout(w http.ResponseWriter, r *http.Request) {
 	p.write(w, r, rep)
 }
 
-// handleConnect serves POST /sandboxes/{sandboxID}/connect: a running
-// sandbox's lifetime is extended (never shortened) and 200 returned; a
-// paused one is resumed and 201 returned.
-func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request) {
+// handleConnectV1 serves POST /sandboxes/{sandboxID}/connect
+// (ConnectSandbox): "timeout" is required.
+func (p *Provider) handleConnectV1(w http.ResponseWriter, r *http.Request) {
 	var body timeoutBody
 	if err := decodeJSON(r, &body); err != nil {
 		p.parseError(w, r, err)
 		return
 	}
-	switch {
-	case body.Timeout == nil:
+	if body.Timeout == nil {
 		p.validationError(w, r, `request body has an error: doesn't match schema #/components/schemas/ConnectSandbox: property "timeout" is missing`)
 		return
-	case *body.Timeout < 0:
-		p.validationError(w, r, `request body has an error: doesn't match schema #/components/schemas/ConnectSandbox: Error at "/timeout": number must be at least 0`)
+	}
+	p.handleConnect(w, r, "ConnectSandbox", *body.Timeout)
+}
+
+// handleConnectV2 serves POST /v2/sandboxes/{sandboxID}/connect
+// (ConnectSandboxV2, e2b@2.51.0 index.d.ts:2219): the body is optional and
+// "timeout" defaults to 300 s. "memory" is accepted; the fake's resume
+// always keeps the daemon's state.
+func (p *Provider) handleConnectV2(w http.ResponseWriter, r *http.Request) {
+	var body connectV2Body
+	if err := decodeOptionalJSON(r, &body); err != nil {
+		p.parseError(w, r, err)
 		return
-	case *body.Timeout > int64(p.maxTimeout/time.Second):
+	}
+	timeout := int64(DefaultConnectTimeoutV2 / time.Second)
+	if body.Timeout != nil {
+		timeout = *body.Timeout
+	}
+	p.handleConnect(w, r, "ConnectSandboxV2", timeout)
+}
+
+// handleConnect serves both connect routes: a running sandbox's lifetime
+// is extended (never shortened) and 200 returned; a paused one is resumed
+// and 201 returned.
+func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema string, timeout int64) {
+	switch {
+	case timeout < 0:
+		p.validationError(w, r, fmt.Sprintf(`request body has an error: doesn't match schema #/components/schemas/%s: Error at "/timeout": number must be at least 0`, schema))
+		return
+	case timeout > int64(p.maxTimeout/time.Second):
 		p.writeError(w, r, http.StatusBadRequest, msgTimeoutTooLong(p))
 		return
 	}
-	d := time.Duration(*body.Timeout) * time.Second
+	d := time.Duration(timeout) * time.Second
 	id, ok := p.pathID(w, r)
 	if !ok {
 		return

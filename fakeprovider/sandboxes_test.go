@@ -56,11 +56,11 @@ func TestNew_PanicsOnKeyWithoutPrefix(t *testing.T) {
 func TestProvider_UnknownRoutes(t *testing.T) {
 	f := newFixture(t, nil)
 	for _, tt := range []struct{ method, path string }{
-		{"GET", "/sandboxes"}, // legacy list: not in the route table
-		{"POST", "/sandboxes/abc/pause"},
 		{"GET", "/nope"},
 		{"PUT", "/sandboxes/abc"},
 		{"GET", "/v2/sandboxes/extra"},
+		{"PATCH", "/sandboxes/abc/pause"},
+		{"GET", "/v3/sandboxes"},
 	} {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
 			wantError(t, f.p, f.do(tt.method, tt.path, nil), 404, "Not Found")
@@ -114,10 +114,17 @@ func TestProvider_Create(t *testing.T) {
 		if _, ok := sb["envdAccessToken"]; ok {
 			t.Error("envdAccessToken present without secure")
 		}
-		for _, k := range []string{"clientID", "trafficAccessToken", "domain"} {
-			if s, _ := sb[k].(string); !strings.Contains(s, "canary-") {
-				t.Errorf("%s = %v, want a canary", k, sb[k])
-			}
+		// Canaries off: the platform's constant clientID and null domain
+		// (e2b@2.51.0 index.d.ts Sandbox: domain?: string | null); the
+		// traffic token, a secret, is a canary either way.
+		if sb["clientID"] != fakeprovider.ClientID {
+			t.Errorf("clientID = %v, want %q", sb["clientID"], fakeprovider.ClientID)
+		}
+		if d, ok := sb["domain"]; !ok || d != nil {
+			t.Errorf("domain = %v (present %v), want null", d, ok)
+		}
+		if s, _ := sb["trafficAccessToken"].(string); !strings.Contains(s, "canary-") {
+			t.Errorf("trafficAccessToken = %v, want a canary", sb["trafficAccessToken"])
 		}
 		rec, ok := f.p.Sandbox(id)
 		if !ok {
@@ -324,7 +331,7 @@ func TestProvider_Connect(t *testing.T) {
 	if res.status != http.StatusOK {
 		t.Fatalf("connect running: %d %s", res.status, res.body)
 	}
-	if sb := decodeObject(t, res.body); sb["sandboxID"] != running || sb["domain"] == nil {
+	if sb := decodeObject(t, res.body); sb["sandboxID"] != running || sb["clientID"] != fakeprovider.ClientID {
 		t.Errorf("connect body %v", sb)
 	}
 	if rec, _ := f.p.Sandbox(running); !rec.EndAt.Equal(t0.Add(10 * time.Minute)) {

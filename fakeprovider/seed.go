@@ -24,9 +24,11 @@ type SandboxSeed struct {
 	ID string
 	// Template is a template alias or ID known to the Provider; if empty, "base".
 	Template string
-	// Metadata is the user metadata; the canary entry is added to it.
+	// Metadata is the user metadata; with [Options.Canaries] the canary
+	// entry is added to it.
 	Metadata map[string]string
-	// EnvVars are the environment variables; the canary entry is added.
+	// EnvVars are the environment variables; with [Options.Canaries] the
+	// canary entry is added.
 	EnvVars map[string]string
 	// Secure gives the sandbox an envdAccessToken its daemon requires.
 	Secure bool
@@ -40,6 +42,10 @@ type SandboxSeed struct {
 	// CPUCount, MemoryMB and DiskSizeMB override the template's resources
 	// when non-zero.
 	CPUCount, MemoryMB, DiskSizeMB int
+	// AutoPause makes the sandbox pause rather than die at its EndAt, and
+	// AutoResume is reported in its lifecycle, as for a create with
+	// "autoPause" and "autoResume": {"enabled": true}.
+	AutoPause, AutoResume bool
 	// Omit lists JSON fields to leave out of get and list answers, for
 	// example "cpuCount", "memoryMB", "diskSizeMB" (a platform that does not
 	// report resources). Allowed: alias, clientID, cpuCount, diskSizeMB,
@@ -104,6 +110,7 @@ func (p *Provider) AddSandbox(seed SandboxSeed) string {
 	s.state, s.startedAt, s.endAt = state, startedAt, endAt
 	s.omit = slices.Clone(seed.Omit)
 	s.zone = seed.Zone
+	s.autoPause, s.autoResume = seed.AutoPause, seed.AutoResume
 	if seed.CPUCount != 0 {
 		s.cpuCount = seed.CPUCount
 	}
@@ -187,8 +194,9 @@ func (p *Provider) lookupTemplate(name string) (string, Template, bool) {
 	return "", Template{}, false
 }
 
-// newRecord builds a sandbox from a template with fresh canaries in every
-// secret-bearing field. The caller sets state and times.
+// newRecord builds a sandbox from a template with fresh canaries in its
+// access tokens and, when canaries are on, in its clientID, domain, metadata
+// and environment. The caller sets state and times.
 func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metadata, envVars map[string]string) *sandboxRecord {
 	templateID := tmpl.ID
 	if templateID == "" {
@@ -202,9 +210,8 @@ func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metad
 		id:                 id,
 		templateID:         templateID,
 		envdVersion:        envdVersion,
-		clientID:           p.canaries.issue(canaryClientID),
+		clientID:           ClientID,
 		trafficAccessToken: p.canaries.issue(canaryTrafficToken),
-		domain:             p.canaries.issue(canaryDomain) + "." + DomainSuffix,
 		metadata:           maps.Clone(metadata),
 		envVars:            maps.Clone(envVars),
 		cpuCount:           tmpl.CPUCount,
@@ -217,14 +224,18 @@ func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metad
 	if secure {
 		s.envdAccessToken = p.canaries.issue(canaryEnvdToken)
 	}
-	if s.metadata == nil {
-		s.metadata = make(map[string]string)
+	if p.canaryMode {
+		s.clientID = p.canaries.issue(canaryClientID)
+		s.domain = p.canaries.issue(canaryDomain) + "." + DomainSuffix
+		if s.metadata == nil {
+			s.metadata = make(map[string]string)
+		}
+		s.metadata[CanaryMetadataKey] = p.canaries.issue(canaryMetadata)
+		if s.envVars == nil {
+			s.envVars = make(map[string]string)
+		}
+		s.envVars[CanaryEnvVar] = p.canaries.issue(canaryEnvVar)
 	}
-	s.metadata[CanaryMetadataKey] = p.canaries.issue(canaryMetadata)
-	if s.envVars == nil {
-		s.envVars = make(map[string]string)
-	}
-	s.envVars[CanaryEnvVar] = p.canaries.issue(canaryEnvVar)
 	return s
 }
 

@@ -1,6 +1,7 @@
 package fakeprovider
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strings"
@@ -77,6 +78,11 @@ type sandboxRecord struct {
 	trafficAccessToken  string
 	domain              string
 	allowInternetAccess *bool
+	autoPause           bool // pause rather than kill at endAt
+	autoResume          bool
+	network             json.RawMessage   // as created; nil when not set
+	volumeMounts        []wireVolumeMount // as created
+	mcp                 json.RawMessage   // kept, never reported (the platform does not)
 	metadata            map[string]string
 	envVars             map[string]string
 	state               State
@@ -97,11 +103,11 @@ type SandboxRecord struct {
 	Alias              string
 	ClientID           string
 	EnvdVersion        string
-	EnvdAccessToken    string // "" unless created with secure: true
+	EnvdAccessToken    string // "" for a v1 create without secure: true
 	TrafficAccessToken string
 	Domain             string
-	Metadata           map[string]string // includes the canary entry
-	EnvVars            map[string]string // includes the canary entry
+	Metadata           map[string]string // plus the canary entry when canaries are on
+	EnvVars            map[string]string // plus the canary entry when canaries are on
 	State              State
 	StartedAt, EndAt   time.Time
 	CPUCount           int
@@ -111,6 +117,9 @@ type SandboxRecord struct {
 	Omit []string
 	// HasDaemon reports whether the sandbox has a daemon.
 	HasDaemon bool
+	// AutoPause and AutoResume are the lifecycle asked for on create
+	// ("autoPause", "autoResume.enabled").
+	AutoPause, AutoResume bool
 }
 
 // record returns a snapshot of s.
@@ -123,6 +132,7 @@ func (s *sandboxRecord) record() SandboxRecord {
 		State: s.state, StartedAt: s.startedAt, EndAt: s.endAt,
 		CPUCount: s.cpuCount, MemoryMB: s.memoryMB, DiskSizeMB: s.diskSizeMB,
 		Omit: slices.Clone(s.omit), HasDaemon: s.daemon != nil,
+		AutoPause: s.autoPause, AutoResume: s.autoResume,
 	}
 }
 
@@ -147,11 +157,17 @@ func (p *Provider) update(fn func(now time.Time) []Daemon) {
 	closeDaemons(closers)
 }
 
-// sweepLocked removes expired sandboxes and returns their daemons.
+// sweepLocked removes expired sandboxes and returns their daemons. A
+// running sandbox created with autoPause is paused instead, keeping its
+// daemon; its endAt (the pause time) stays the timeout it reached.
 func (p *Provider) sweepLocked(now time.Time) []Daemon {
 	var closers []Daemon
 	for id, s := range p.sandboxes {
 		if s.expired(now) {
+			if s.autoPause && s.state == StateRunning {
+				s.state = StatePaused
+				continue
+			}
 			delete(p.sandboxes, id)
 			if s.daemon != nil {
 				closers = append(closers, s.daemon)
@@ -253,8 +269,13 @@ func (p *Provider) Close() {
 }
 
 // Domain returns the domain of live sandbox id (its envd host is
-// "49983-<id>.<domain>"), and false when there is no such sandbox.
+// "49983-<id>.<domain>"), and false when there is no such sandbox. When the
+// sandbox reports no domain (canaries off) it is [DomainSuffix], which the
+// fake routes like any other.
 func (p *Provider) Domain(id string) (string, bool) {
 	rec, ok := p.Sandbox(id)
+	if ok && rec.Domain == "" {
+		return DomainSuffix, true
+	}
 	return rec.Domain, ok
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"slices"
 	"time"
 )
 
@@ -21,53 +22,115 @@ type wireSandbox struct {
 
 // wireListed is E2B's ListedSandbox schema: one item of the list answer.
 type wireListed struct {
-	TemplateID  string            `json:"templateID"`
-	Alias       string            `json:"alias,omitempty"`
-	SandboxID   string            `json:"sandboxID"`
-	ClientID    string            `json:"clientID"`
-	StartedAt   time.Time         `json:"startedAt"`
-	EndAt       time.Time         `json:"endAt"`
-	CPUCount    int               `json:"cpuCount"`
-	MemoryMB    int               `json:"memoryMB"`
-	DiskSizeMB  int               `json:"diskSizeMB"`
-	State       string            `json:"state"`
-	EnvdVersion string            `json:"envdVersion"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
+	TemplateID   string            `json:"templateID"`
+	Alias        string            `json:"alias,omitempty"`
+	SandboxID    string            `json:"sandboxID"`
+	ClientID     string            `json:"clientID"`
+	StartedAt    time.Time         `json:"startedAt"`
+	EndAt        time.Time         `json:"endAt"`
+	CPUCount     int               `json:"cpuCount"`
+	MemoryMB     int               `json:"memoryMB"`
+	DiskSizeMB   int               `json:"diskSizeMB"`
+	State        string            `json:"state"`
+	EnvdVersion  string            `json:"envdVersion"`
+	Metadata     map[string]string `json:"metadata,omitempty"`
+	VolumeMounts []wireVolumeMount `json:"volumeMounts,omitempty"`
 }
 
 // wireDetail is E2B's SandboxDetail schema: the answer of get.
 type wireDetail struct {
 	wireListed
-	EnvdAccessToken     string  `json:"envdAccessToken,omitempty"`
-	Domain              *string `json:"domain"`
-	AllowInternetAccess *bool   `json:"allowInternetAccess"`
+	EnvdAccessToken     string          `json:"envdAccessToken,omitempty"`
+	Domain              *string         `json:"domain"`
+	AllowInternetAccess *bool           `json:"allowInternetAccess"`
+	Lifecycle           wireLifecycle   `json:"lifecycle"`
+	Network             json.RawMessage `json:"network,omitempty"`
 }
 
-// newSandboxBody is E2B's NewSandbox schema (the create body), plus the
-// resource fields of [Options.AcceptResources].
+// wireLifecycle is E2B's SandboxLifecycle schema (e2b@2.51.0 index.d.ts:2565).
+type wireLifecycle struct {
+	AutoResume bool   `json:"autoResume"`
+	OnTimeout  string `json:"onTimeout"` // "kill" or "pause"
+}
+
+// wireVolumeMount is E2B's SandboxVolumeMount schema.
+type wireVolumeMount struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// wireAutoResume is E2B's SandboxAutoResumeConfig schema.
+type wireAutoResume struct {
+	Enabled *bool `json:"enabled"`
+}
+
+// newSandboxBody is E2B's NewSandbox and NewSandboxV2 schemas (the create
+// bodies; "secure" is v1's only), plus the resource fields of
+// [Options.AcceptResources].
 type newSandboxBody struct {
 	TemplateID          string            `json:"templateID"`
 	Timeout             *int64            `json:"timeout"`
 	AutoPause           *bool             `json:"autoPause"`
+	AutoPauseMemory     *bool             `json:"autoPauseMemory"`
+	AutoResume          *wireAutoResume   `json:"autoResume"`
 	Secure              *bool             `json:"secure"`
 	AllowInternetAccess *bool             `json:"allow_internet_access"`
 	Metadata            map[string]string `json:"metadata"`
 	EnvVars             map[string]string `json:"envVars"`
+	Network             json.RawMessage   `json:"network"`
+	VolumeMounts        []wireVolumeMount `json:"volumeMounts"`
+	MCP                 json.RawMessage   `json:"mcp"`
+	IAM                 json.RawMessage   `json:"iam"`
 	CPUCount            *int64            `json:"cpuCount"`
 	MemoryMB            *int64            `json:"memoryMB"`
 }
 
-// timeoutBody is E2B's SandboxTimeoutRequest and ConnectSandbox schema.
+// timeoutBody is E2B's SandboxTimeoutRequest and (v1) ConnectSandbox schema.
 type timeoutBody struct {
 	Timeout *int64 `json:"timeout"`
 }
 
+// connectV2Body is E2B's ConnectSandboxV2 schema (e2b@2.51.0 index.d.ts:2219).
+type connectV2Body struct {
+	Timeout *int64 `json:"timeout"`
+	Memory  *bool  `json:"memory"`
+}
+
+// pauseBody is E2B's SandboxPauseRequest schema.
+type pauseBody struct {
+	Memory *bool `json:"memory"`
+}
+
+// wireMetric is E2B's SandboxMetric schema (e2b@2.51.0 index.d.ts:2610).
+type wireMetric struct {
+	Timestamp     time.Time `json:"timestamp"`
+	TimestampUnix int64     `json:"timestampUnix"`
+	CPUCount      int       `json:"cpuCount"`
+	CPUUsedPct    float64   `json:"cpuUsedPct"`
+	MemUsed       int64     `json:"memUsed"`
+	MemTotal      int64     `json:"memTotal"`
+	MemCache      int64     `json:"memCache"`
+	DiskUsed      int64     `json:"diskUsed"`
+	DiskTotal     int64     `json:"diskTotal"`
+}
+
+// domainJSON is s's domain as reported: null when the platform has none
+// for it (canaries off), as E2B reports for sandboxes outside a custom cluster.
+func (s *sandboxRecord) domainJSON() *string {
+	if s.domain == "" {
+		return nil
+	}
+	d := s.domain
+	return &d
+}
+
 // sandboxJSON returns s as a Sandbox (create/connect answer).
 func (s *sandboxRecord) sandboxJSON() wireSandbox {
+	t := s.trafficAccessToken
 	return wireSandbox{
 		TemplateID: s.templateID, SandboxID: s.id, Alias: s.alias, ClientID: s.clientID,
 		EnvdVersion: s.envdVersion, EnvdAccessToken: s.envdAccessToken,
-		TrafficAccessToken: &s.trafficAccessToken, Domain: &s.domain,
+		TrafficAccessToken: &t, Domain: s.domainJSON(),
 	}
 }
 
@@ -78,6 +141,7 @@ func (s *sandboxRecord) listedJSON() wireListed {
 		StartedAt: s.inZone(s.startedAt), EndAt: s.inZone(s.endAt),
 		CPUCount: s.cpuCount, MemoryMB: s.memoryMB, DiskSizeMB: s.diskSizeMB,
 		State: s.state.wire(), EnvdVersion: s.envdVersion, Metadata: maps.Clone(s.metadata),
+		VolumeMounts: slices.Clone(s.volumeMounts),
 	}
 }
 
@@ -92,9 +156,14 @@ func (s *sandboxRecord) inZone(t time.Time) time.Time {
 
 // detailJSON returns s as a SandboxDetail.
 func (s *sandboxRecord) detailJSON() wireDetail {
+	lc := wireLifecycle{AutoResume: s.autoResume, OnTimeout: "kill"}
+	if s.autoPause {
+		lc.OnTimeout = "pause"
+	}
 	return wireDetail{
 		wireListed: s.listedJSON(), EnvdAccessToken: s.envdAccessToken,
-		Domain: &s.domain, AllowInternetAccess: s.allowInternetAccess,
+		Domain: s.domainJSON(), AllowInternetAccess: s.allowInternetAccess,
+		Lifecycle: lc, Network: slices.Clone(s.network),
 	}
 }
 

@@ -49,7 +49,18 @@ type ProviderConfig struct {
 	// then carry E2b-Sandbox-Id and E2b-Sandbox-Port headers instead of
 	// using the "49983-<id>.<domain>" host.
 	SandboxURL string `json:"sandbox_url,omitempty"`
+	// Routes is the route family create and connect use: "v1" (POST
+	// /sandboxes, POST /sandboxes/{id}/connect; the default) or "v2" (POST
+	// /v2/sandboxes, POST /v2/sandboxes/{id}/connect, as e2b@2.x for JS
+	// calls them). Every other operation has one route.
+	Routes string `json:"routes,omitempty"`
 }
+
+// Route families of [ProviderConfig.Routes].
+const (
+	RoutesV1 = "v1"
+	RoutesV2 = "v2"
+)
 
 // Config lists the providers beyond the default one. It is read from a JSON
 // file with [LoadConfig].
@@ -108,6 +119,11 @@ func (pc ProviderConfig) validate() error {
 		if err := checkBaseURL(pc.SandboxURL); err != nil {
 			return fmt.Errorf("provider %q sandbox_url: %w", pc.ID, err)
 		}
+	}
+	switch pc.Routes {
+	case "", RoutesV1, RoutesV2:
+	default:
+		return fmt.Errorf("provider %q routes: want %q or %q", pc.ID, RoutesV1, RoutesV2)
 	}
 	return nil
 }

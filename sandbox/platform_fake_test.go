@@ -23,6 +23,7 @@ func inProcess(t *testing.T, opts *fakeprovider.Options) (*fakeprovider.Provider
 		opts = &fakeprovider.Options{}
 	}
 	opts.Clock = clock
+	opts.Canaries = true // errors must never carry the message canaries
 	fake := fakeprovider.New(opts)
 	t.Cleanup(fake.Close)
 	p, err := sandbox.NewPlatform(&sandbox.Options{

@@ -2,10 +2,13 @@ package sandbox
 
 // Route names: one table for the platform's endpoints.
 //
-// Each constant is written as an http.ServeMux pattern ("METHOD /path") and is
-// used, unchanged, as the fake provider's mux pattern, as the operation name in
-// its request journal and fault table, and as the operation named in an
-// [Error]. Nothing outside this table is ever called.
+// Each Op constant is written as an http.ServeMux pattern ("METHOD /path") and
+// is used, unchanged, as the fake provider's mux pattern, as the operation name
+// in its request journal and fault table, and as the operation named in an
+// [Error]. Create and connect have a second route, the v2 family the current
+// JS SDK calls (Route* constants below): a request on either route is the same
+// operation, journalled and fault-matched under the Op name. Nothing outside
+// this table is ever called.
 const (
 	// OpListSandboxes lists sandboxes page by page (cursor in X-Next-Token).
 	OpListSandboxes = "GET /v2/sandboxes"
@@ -19,6 +22,27 @@ const (
 	OpSetTimeout = "POST /sandboxes/{sandboxID}/timeout"
 	// OpConnectSandbox connects to (and resumes) a sandbox; 200 or 201 with a Sandbox body.
 	OpConnectSandbox = "POST /sandboxes/{sandboxID}/connect"
+	// OpPauseSandbox pauses a running sandbox; 204, 409 when it is not running.
+	// The SDK does not call it; the fake serves it for the official SDKs.
+	OpPauseSandbox = "POST /sandboxes/{sandboxID}/pause"
+	// OpSandboxMetrics lists a sandbox's resource samples; 200 with a list.
+	// The SDK does not call it; the fake serves it for the official SDKs.
+	OpSandboxMetrics = "GET /sandboxes/{sandboxID}/metrics"
+	// OpListSandboxesV1 is the deprecated unpaged list of running sandboxes
+	// (E2B SDKs before 1.x's paginator). The SDK does not call it; the fake
+	// serves it.
+	OpListSandboxesV1 = "GET /sandboxes"
+)
+
+// The v2 routes of create and connect: same operations as [OpCreateSandbox]
+// and [OpConnectSandbox], with v2 semantics. A v2 create has no "secure"
+// field (every sandbox is secured: the answer carries an envdAccessToken) and
+// defaults "timeout" to 300 s; a v2 connect's body is optional and its
+// "timeout" defaults to 300 s. e2b@2.51.0 (JS) calls these; the Python SDK
+// 2.45 calls the v1 routes.
+const (
+	RouteCreateSandboxV2  = "POST /v2/sandboxes"
+	RouteConnectSandboxV2 = "POST /v2/sandboxes/{sandboxID}/connect"
 )
 
 // In-sandbox daemon (envd) routes. Connect RPCs are POSTs to
@@ -42,9 +66,10 @@ const (
 	OpEnvdHealth    = "GET /health"
 )
 
-// ControlPlaneOps lists every control-plane route, in a stable order.
+// ControlPlaneOps lists every control-plane operation, in a stable order.
 func ControlPlaneOps() []string {
-	return []string{OpListSandboxes, OpCreateSandbox, OpGetSandbox, OpKillSandbox, OpSetTimeout, OpConnectSandbox}
+	return []string{OpListSandboxes, OpCreateSandbox, OpGetSandbox, OpKillSandbox, OpSetTimeout, OpConnectSandbox,
+		OpPauseSandbox, OpSandboxMetrics, OpListSandboxesV1}
 }
 
 // EnvdOps lists every in-sandbox daemon route, in a stable order.

@@ -128,25 +128,46 @@ type CreateOptions struct {
 	// Only providers with SizedSandboxes accept them.
 	CPUCount int
 	MemoryMB int
-	// Insecure creates a sandbox whose daemon needs no access token.
+	// Insecure creates a sandbox whose daemon needs no access token. Only
+	// the v1 routes can (see [ProviderConfig.Routes]); on v2 every sandbox
+	// is secured and Insecure fails with invalid_argument before any call.
 	Insecure bool
 }
 
+// createBody is the platform's NewSandbox (v1) and NewSandboxV2 schemas;
+// Secure is nil on v2, which has no such field.
 type createBody struct {
 	TemplateID string            `json:"templateID"`
 	Timeout    int64             `json:"timeout"`
 	EnvVars    map[string]string `json:"envVars,omitempty"`
 	Metadata   map[string]string `json:"metadata,omitempty"`
-	Secure     bool              `json:"secure"`
+	Secure     *bool             `json:"secure,omitempty"`
 	CPUCount   int               `json:"cpuCount,omitempty"`
 	MemoryMB   int               `json:"memoryMB,omitempty"`
 }
 
+// createPath and connectPath are the concrete paths of create and connect
+// in the provider's route family.
+func createPath(pc ProviderConfig) string {
+	if pc.Routes == RoutesV2 {
+		return "/v2/sandboxes"
+	}
+	return "/sandboxes"
+}
+
+func connectPath(pc ProviderConfig, id string) string {
+	if pc.Routes == RoutesV2 {
+		return "/v2/sandboxes/" + url.PathEscape(id) + "/connect"
+	}
+	return "/sandboxes/" + url.PathEscape(id) + "/connect"
+}
+
 // Create starts a sandbox and returns its managed handle. CPU and memory are
 // sent only to providers that accept them; for any other a request for them
-// fails with invalid_argument before any call.
+// fails with invalid_argument before any call. The timeout is always sent,
+// so the two route families' different defaults never apply.
 //
-// Operation: POST /sandboxes
+// Operation: POST /sandboxes (POST /v2/sandboxes for a v2 provider)
 func (p *Platform) Create(ctx context.Context, opts *CreateOptions) (*Sandbox, error) {
 	const op = OpCreateSandbox
 	if opts == nil {
@@ -183,9 +204,17 @@ func (p *Platform) Create(ctx context.Context, opts *CreateOptions) (*Sandbox, e
 		template = DefaultTemplate
 	}
 	body := createBody{TemplateID: template, Timeout: secs, EnvVars: opts.EnvVars, Metadata: opts.Metadata,
-		Secure: !opts.Insecure, CPUCount: opts.CPUCount, MemoryMB: opts.MemoryMB}
+		CPUCount: opts.CPUCount, MemoryMB: opts.MemoryMB}
+	if ep.provider.Routes == RoutesV2 {
+		if opts.Insecure {
+			return nil, invalidArgument(op, "insecure")
+		}
+	} else {
+		secure := !opts.Insecure
+		body.Secure = &secure
+	}
 	var w wireSandbox
-	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes", body: body, ok: []int{http.StatusCreated, http.StatusOK}, out: &w}); err != nil {
+	if _, err := p.call(ctx, ep, apiRequest{op: op, path: createPath(ep.provider), body: body, ok: []int{http.StatusCreated, http.StatusOK}, out: &w}); err != nil {
 		return nil, err
 	}
 	if !bareIDPattern.MatchString(w.SandboxID) {
@@ -262,8 +291,10 @@ type ConnectOptions struct {
 
 // Connect attaches to an existing sandbox (resuming a paused one) and
 // returns a handle for its in-sandbox daemon. The caller does not own it.
+// The timeout is always sent (0 for KeepLifetime).
 //
-// Operation: POST /sandboxes/{sandboxID}/connect
+// Operation: POST /sandboxes/{sandboxID}/connect (POST
+// /v2/sandboxes/{sandboxID}/connect for a v2 provider)
 func (p *Platform) Connect(ctx context.Context, id string, opts *ConnectOptions) (*Sandbox, error) {
 	const op = OpConnectSandbox
 	if opts == nil {
@@ -285,7 +316,7 @@ func (p *Platform) Connect(ctx context.Context, id string, opts *ConnectOptions)
 		return nil, err
 	}
 	var w wireSandbox
-	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes/" + url.PathEscape(q.ID) + "/connect",
+	if _, err := p.call(ctx, ep, apiRequest{op: op, path: connectPath(ep.provider, q.ID),
 		body: timeoutBody{Timeout: secs}, ok: []int{http.StatusOK, http.StatusCreated}, out: &w}); err != nil {
 		return nil, err
 	}

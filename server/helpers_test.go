@@ -79,6 +79,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 			return fakeenvd.New(fakeenvd.Config{SandboxID: c.SandboxID, AccessToken: c.AccessToken, EnvVars: c.EnvVars})
 		}
 	}
+	fo.Canaries = true // leak detectors in metadata, env, domain and error messages
 	fp := fakeprovider.New(&fo)
 	t.Cleanup(fp.Close)
 	env := map[string]string{

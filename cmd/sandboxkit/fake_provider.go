@@ -19,6 +19,8 @@ func newFakeProviderCommand() *cobra.Command {
 		apiKey          string
 		sandboxLimit    int
 		acceptResources bool
+		canaries        bool
+		routes          string
 	)
 	cmd := &cobra.Command{
 		Use:   "fake-provider",
@@ -26,19 +28,28 @@ func newFakeProviderCommand() *cobra.Command {
 		Long: `fake-provider serves sandboxkit's in-memory fake of an E2B-compatible
 sandbox platform on a loopback address until interrupted (Ctrl-C / SIGTERM).
 
-It speaks E2B's control-plane API (GET /v2/sandboxes, POST /sandboxes,
-GET/DELETE /sandboxes/{id}, POST /sandboxes/{id}/timeout and /connect) with
-E2B's paths, status codes, field names and error bodies, keeps every sandbox
-in memory, and forgets everything when it stops. Requests addressed to a
+It speaks E2B's control-plane API with E2B's paths, status codes, field names
+and error bodies: create and connect on both route families (POST
+/v2/sandboxes and /v2/sandboxes/{id}/connect, as the JS SDK 2.x calls them;
+POST /sandboxes and /sandboxes/{id}/connect, as the Python SDK does), GET
+/v2/sandboxes and the legacy GET /sandboxes, GET/DELETE /sandboxes/{id}, and
+POST /sandboxes/{id}/timeout and /pause, GET /sandboxes/{id}/metrics. It keeps
+every sandbox in memory and forgets everything when it stops. Snapshots, fork
+and network updates answer 501 (see the fakeprovider package documentation
+for every known difference from the platform). Requests addressed to a
 sandbox's daemon (envd) - header E2b-Sandbox-Id, or host 49983-<id>.<domain> -
 go to that sandbox's in-memory daemon: a filesystem (home /home/user) and a
 shell whose commands (cat, ls, echo, seq, sleep, grep, ...) are built in, so
 commands and file transfers work and no host process is ever started.
 
-Every secret the fake hands out (access tokens, domains, client IDs, a
-metadata entry, an environment variable, every error message) contains a
-recognisable "canary-<kind>-<hex>" string, so a leak into logs or tool
-results is easy to spot.
+By default it answers what the platform answers: metadata comes back exactly
+as it was sent, error messages are the platform's, domain is null. Only the
+secrets the platform itself hands out (envdAccessToken, trafficAccessToken)
+contain a recognisable "canary-<kind>-<hex>" string. --canaries turns on the
+leak detectors a client can see, as the conformance kit does: a
+sandboxkit-canary metadata entry, a SANDBOXKIT_CANARY environment variable, a
+canary client ID and domain, and a canary reference with a URL at the end of
+every error message, so a leak into logs or tool results is easy to spot.
 
 On start it prints, one per line on stdout, the environment that points an
 E2B SDK (or an MCP server using one) at it:
@@ -64,10 +75,16 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 			if sandboxLimit < 0 {
 				return fmt.Errorf("--sandbox-limit must not be negative, got %d", sandboxLimit)
 			}
+			family, err := routeFamily(routes)
+			if err != nil {
+				return err
+			}
 			p := fakeprovider.New(&fakeprovider.Options{
 				APIKey:          apiKey,
 				SandboxLimit:    sandboxLimit,
 				AcceptResources: acceptResources,
+				Canaries:        canaries,
+				Routes:          family,
 			})
 			defer p.Close()
 			srv, err := p.Listen(addr)
@@ -99,5 +116,20 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 	f.StringVar(&apiKey, "api-key", "", `API key to accept (must start with "e2b_"; default: a random one, printed as E2B_API_KEY)`)
 	f.IntVar(&sandboxLimit, "sandbox-limit", fakeprovider.DefaultSandboxLimit, "number of sandboxes that may run at once; creating more gives 429")
 	f.BoolVar(&acceptResources, "accept-resources", false, `accept "cpuCount" and "memoryMB" on create (otherwise 400, as for an unknown field)`)
+	f.BoolVar(&canaries, "canaries", false, "turn on the leak detectors a client can see (metadata and env entries, canary domain and client ID, error-message suffix)")
+	f.StringVar(&routes, "routes", "all", `create/connect route families to serve: "all", "v1" (POST /sandboxes...) or "v2" (POST /v2/sandboxes...); the other answers 404`)
 	return cmd
+}
+
+// routeFamily parses --routes.
+func routeFamily(s string) (fakeprovider.RouteFamily, error) {
+	switch s {
+	case "all", "":
+		return fakeprovider.AllRoutes, nil
+	case "v1":
+		return fakeprovider.V1Routes, nil
+	case "v2":
+		return fakeprovider.V2Routes, nil
+	}
+	return 0, fmt.Errorf(`--routes must be "all", "v1" or "v2", got %q`, s)
 }

@@ -1,0 +1,163 @@
+package fakeprovider
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// handlePause serves POST /sandboxes/{sandboxID}/pause: a running sandbox
+// becomes paused (204) and keeps its daemon; a sandbox that is not running
+// gives 409, which e2b@2.51.0 turns into pause() === false (index.mjs
+// SandboxApi.pause). The body ({"memory": bool}) is optional; the fake's
+// pause always keeps the daemon's state.
+func (p *Provider) handlePause(w http.ResponseWriter, r *http.Request) {
+	id, ok := p.pathID(w, r)
+	if !ok {
+		return
+	}
+	var body pauseBody
+	if err := decodeOptionalJSON(r, &body); err != nil {
+		p.parseError(w, r, err)
+		return
+	}
+	var rep reply
+	p.update(func(now time.Time) []Daemon {
+		s := p.sandboxes[id]
+		switch {
+		case s == nil || !s.state.visible():
+			rep = notFound(id)
+		case s.state != StateRunning:
+			// e2b-dev/infra packages/api/internal/handlers/sandbox_pause.go.
+			rep = reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox '%s' cannot be paused while in '%s' state", id, s.state)}
+		default:
+			s.state = StatePaused
+			s.endAt = now // a paused sandbox reports its pause time as endAt
+			rep = reply{status: http.StatusNoContent}
+		}
+		return nil
+	})
+	p.write(w, r, rep)
+}
+
+// metricsInterval is how often the fake pretends to sample a sandbox.
+const metricsInterval = 5 * time.Second
+
+// handleMetrics serves GET /sandboxes/{sandboxID}/metrics?start&end: a list
+// of SandboxMetric samples, one every 5 s from the sandbox's start to now
+// (at most the last 100), within [start, end] (Unix seconds) when given.
+// The fake's figures are the template's sizes with nothing in use; a paused
+// sandbox has no samples since its pause.
+func (p *Provider) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	id, ok := p.pathID(w, r)
+	if !ok {
+		return
+	}
+	var bounds [2]*time.Time
+	for i, name := range []string{"start", "end"} {
+		v := r.URL.Query().Get(name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			p.validationError(w, r, fmt.Sprintf(`parameter %q in query has an error: value %s: an invalid integer: invalid syntax`, name, v))
+			return
+		}
+		t := time.Unix(n, 0)
+		bounds[i] = &t
+	}
+	var rep reply
+	p.update(func(now time.Time) []Daemon {
+		s := p.sandboxes[id]
+		if s == nil || !s.state.visible() {
+			rep = notFound(id)
+			return nil
+		}
+		last := now
+		if s.state != StateRunning {
+			last = s.endAt
+		}
+		out := []wireMetric{}
+		for t := s.startedAt; !t.After(last); t = t.Add(metricsInterval) {
+			if (bounds[0] != nil && t.Before(*bounds[0])) || (bounds[1] != nil && t.After(*bounds[1])) {
+				continue
+			}
+			out = append(out, s.metricAt(t))
+		}
+		if len(out) > 100 {
+			out = slices.Clone(out[len(out)-100:])
+		}
+		rep = reply{status: http.StatusOK, body: out}
+		return nil
+	})
+	p.write(w, r, rep)
+}
+
+// metricAt is s's sample at t.
+func (s *sandboxRecord) metricAt(t time.Time) wireMetric {
+	const mib = 1 << 20
+	return wireMetric{
+		Timestamp: t.UTC(), TimestampUnix: t.Unix(),
+		CPUCount: s.cpuCount, CPUUsedPct: 0,
+		MemTotal: int64(s.memoryMB) * mib, DiskTotal: int64(s.diskSizeMB) * mib,
+	}
+}
+
+// handleListV1 serves the deprecated GET /sandboxes: every running sandbox
+// as a ListedSandbox, unpaged, filtered by the "metadata" query as the v2
+// list is.
+func (p *Provider) handleListV1(w http.ResponseWriter, r *http.Request) {
+	var filter map[string]string
+	if v := r.URL.Query().Get("metadata"); v != "" {
+		m, err := parseMetadataFilter(v)
+		if err != nil {
+			p.writeError(w, r, http.StatusBadRequest, msgMetadataParse)
+			return
+		}
+		filter = m
+	}
+	lq := listQuery{running: true, metadata: filter}
+	var items []any
+	p.update(func(time.Time) []Daemon {
+		var rs []*sandboxRecord
+		for _, s := range p.sandboxes {
+			if lq.matches(s) {
+				rs = append(rs, s)
+			}
+		}
+		sortRecords(rs)
+		items = make([]any, 0, len(rs))
+		for _, s := range rs {
+			items = append(items, s.withOmissions(s.listedJSON()))
+		}
+		return nil
+	})
+	p.writeJSON(w, http.StatusOK, items)
+}
+
+// unimplementedRoutes are platform routes the official SDKs call that the
+// fake does not serve. They answer 501, never 404: e2b@2.51.0 turns a 404
+// on these into SandboxNotFoundError (snapshots, fork, network) or false
+// (deleteSnapshot), which would tell a client that a live sandbox is gone.
+func unimplementedRoutes() []string {
+	return []string{
+		"POST /sandboxes/{sandboxID}/snapshots",
+		"GET /snapshots",
+		"DELETE /templates/{templateID}",
+		"POST /sandboxes/{sandboxID}/fork",
+		"PUT /sandboxes/{sandboxID}/network",
+		"POST /sandboxes/{sandboxID}/resume",
+		"POST /sandboxes/{sandboxID}/refreshes",
+		"GET /sandboxes/{sandboxID}/logs",
+		"GET /v2/sandboxes/{sandboxID}/logs",
+		"GET /sandboxes/metrics",
+	}
+}
+
+// handleUnimplemented answers a platform route the fake does not serve.
+func (p *Provider) handleUnimplemented(w http.ResponseWriter, r *http.Request) {
+	p.writeError(w, r, http.StatusNotImplemented, "This operation is not supported by the sandboxkit fake provider")
+}
