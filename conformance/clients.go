@@ -33,7 +33,7 @@ import (
 // github.com/google/jsonschema-go (the Go SDK's own validator) in 2020-12.
 // A schema that either cannot compile fails every call of its tool.
 
-// draft7Asserting and draft2020 name the two readings in failure messages.
+// readingDraft7 and reading2020 name the two readings in failure messages.
 const (
 	readingDraft7 = "draft-07 with formats asserted (as Ajv in the TypeScript client)"
 	reading2020   = "JSON Schema 2020-12 (as the MCP specification names)"
