@@ -4,6 +4,8 @@ go 1.26.8
 
 require github.com/spf13/cobra v1.10.2
 
+require github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect

@@ -69,6 +69,7 @@ func brokenVariants() []brokenVariant {
 		{"loses-background-output", FamilyBackground, "drops a byte of every background output read", losesBackgroundOutput},
 		{"corrupts-download", FamilyBinary, "flips a byte of downloaded data", corruptsDownload},
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
+		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
 	}
 }
 
@@ -343,7 +344,7 @@ var nonzeroExitIsError = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodH
 				if code, _ := m["exit_code"].(float64); code != 0 {
 					e := map[string]any{"error": map[string]any{"category": "internal", "recovery": "Retry."}}
 					text, _ := json.Marshal(e)
-					return &mcp.CallToolResult{IsError: true, StructuredContent: e, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
+					return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
 				}
 			}
 		}
@@ -634,3 +635,21 @@ func poolsByIDConnections() *breakage {
 		})
 	}}
 }
+
+// errorInStructuredContent is the shape the contract once asked for: every
+// tool error also carries its {"error": {...}} object as structuredContent,
+// which the TypeScript client validates against the success-only
+// outputSchema and turns into a thrown -32602 (TOOLS-5, ERR-2).
+var errorInStructuredContent = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if _, _, ok := toolCall(method, req); ok && err == nil {
+			if r, ok := res.(*mcp.CallToolResult); ok && r.IsError && len(r.Content) > 0 {
+				if tc, ok := r.Content[0].(*mcp.TextContent); ok && json.Valid([]byte(tc.Text)) {
+					r.StructuredContent = json.RawMessage(tc.Text)
+				}
+			}
+		}
+		return res, err
+	}
+})

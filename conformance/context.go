@@ -41,7 +41,9 @@ type TestContext struct {
 	sessions   []*Session
 	transcript []Exchange
 	nsessions  int
-	created    []createdSandbox
+	// clientViolations are the TOOLS-5 failures of the spec's results.
+	clientViolations []string
+	created          []createdSandbox
 }
 
 // createdSandbox is a sandbox the spec's calls (or the kit, for the spec)
@@ -146,8 +148,16 @@ func (s *Session) CallRaw(ctx context.Context, tool string, args json.RawMessage
 	defer cancel()
 	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: args})
 	r := newResult(tool, res, err)
+	// TOOLS-5, on every result of every spec: would the official clients
+	// hand this result to their caller, or throw?
+	if t := s.tc.Advertised(tool); t != nil {
+		r.ClientViolation = s.tc.run.clients.check(r, t.OutputSchema)
+	}
 	s.tc.mu.Lock()
 	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: tool, Arguments: args, Result: r.JSON, Session: s.n})
+	if r.ClientViolation != "" {
+		s.tc.clientViolations = append(s.tc.clientViolations, r.ClientViolation)
+	}
 	s.tc.mu.Unlock()
 	if s.tc.run.cloud != nil {
 		s.observe(ctx, tool, args, r)

@@ -1,6 +1,11 @@
 // Package conformance is the sandboxkit conformance kit: a Ginkgo suite that
 // drives an MCP server implementing the sandbox tools against a fake
-// provider and checks the rules of the tool contract (see [Rules]).
+// provider and checks the rules of the tool contract (contract/tools.md,
+// see [Rules]).
+//
+// Every call goes through [Session.CallRaw], which also reads each result
+// as the official MCP clients do ([EveryResultRules]: TOOLS-5): a result
+// they would refuse fails the spec that made the call.
 //
 // In cloud mode ([Config.Cloud]) the kit runs the specs that need no fake
 // against the real provider the environment names, adds cloud-only specs

@@ -24,6 +24,13 @@ type Result struct {
 	JSON string
 	// TextBlocks counts the text content blocks.
 	TextBlocks int
+	// ClientViolation says why the official MCP clients would throw a
+	// protocol error instead of returning this result (TOOLS-5), or is "".
+	ClientViolation string
+
+	arrived    bool            // a result arrived
+	structured json.RawMessage // structuredContent as JSON, nil when absent
+	errObject  map[string]any  // the "error" object of a tool error's text block
 }
 
 func newResult(tool string, res *mcp.CallToolResult, err error) *Result {
@@ -36,17 +43,28 @@ func newResult(tool string, res *mcp.CallToolResult, err error) *Result {
 	}
 	raw, _ := json.Marshal(res)
 	r.JSON = string(raw)
+	r.arrived = true
 	r.IsError = res.IsError
 	var texts []string
 	for _, c := range res.Content {
 		if tc, ok := c.(*mcp.TextContent); ok {
 			texts = append(texts, tc.Text)
 			r.TextBlocks++
+			if res.IsError && r.errObject == nil {
+				// ERR-2: the error object is the JSON of the (first) text block.
+				var env struct {
+					Error map[string]any `json:"error"`
+				}
+				if json.Unmarshal([]byte(tc.Text), &env) == nil {
+					r.errObject = env.Error
+				}
+			}
 		}
 	}
 	r.Text = strings.Join(texts, "\n")
 	if res.StructuredContent != nil {
 		data, _ := json.Marshal(res.StructuredContent)
+		r.structured = data
 		var m map[string]any
 		if json.Unmarshal(data, &m) == nil {
 			r.Structured = m
@@ -55,13 +73,10 @@ func newResult(tool string, res *mcp.CallToolResult, err error) *Result {
 	return r
 }
 
-// ErrorObject returns structuredContent.error of a tool error, or nil.
+// ErrorObject returns the "error" object of a tool error's text block
+// (ERR-2), or nil.
 func (r *Result) ErrorObject() map[string]any {
-	if r.Structured == nil {
-		return nil
-	}
-	e, _ := r.Structured["error"].(map[string]any)
-	return e
+	return r.errObject
 }
 
 // Category returns the error category of a tool error, or "".

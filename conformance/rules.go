@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// contract is the tool contract the kit checks, copied from the project's
-// shared spec (a repository test keeps the copy identical).
+// contract is the tool contract the kit checks: contract/tools.md, the
+// project's canonical contract, edited in this repository.
 //
 //go:embed contract/tools.md
 var contract string
@@ -38,6 +38,12 @@ func Rules() []Rule {
 	}
 	return rules
 }
+
+// EveryResultRules returns the contract rules the kit checks on every
+// result of every spec, in the session wrapper all calls go through
+// ([Session.CallRaw]), rather than in specs of their own. Every spec
+// carries them as labels.
+func EveryResultRules() []string { return []string{"TOOLS-5"} }
 
 // Contract returns the text of the contract the kit checks.
 func Contract() string { return contract }

@@ -21,7 +21,9 @@ type runState struct {
 	target target
 	tools  map[string]*mcp.Tool // by contract name
 	server *mcp.Implementation
-	rec    *recorder
+	// clients checks every result as the official clients read it (TOOLS-5).
+	clients clientCheck
+	rec     *recorder
 }
 
 func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
@@ -171,6 +173,7 @@ func registerSpec(spec Spec, cloud bool, run func() *runState) {
 		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
 	}
 	labels := append([]string{spec.ID}, spec.Rules...)
+	labels = append(labels, EveryResultRules()...)
 	if spec.NeedsFake {
 		labels = append(labels, LabelNeedsFake)
 	}
@@ -205,6 +208,7 @@ func registerSpec(spec Spec, cloud bool, run func() *runState) {
 			tc.finish(cctx)
 		}, ginkgo.NodeTimeout(cleanupTimeout))
 		spec.Body(ctx, tc)
+		tc.expectClientsAccept()
 	}, ginkgo.SpecTimeout(specTimeout))
 }
 

@@ -1,6 +1,7 @@
 // Package server is sandboxkit's reference MCP server: the fifteen sandbox
-// tools of the tool contract (shared/spec/tools.md), built on the official Go
-// SDK (github.com/modelcontextprotocol/go-sdk) and the sandbox SDK.
+// tools of the tool contract (conformance/contract/tools.md in this
+// repository), built on the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk) and the sandbox SDK.
 //
 // Each tool has one exported constructor named after it ([GetSandbox],
 // [CreateSandbox], ...), and [AllTools] is the single list that registration,
@@ -10,11 +11,14 @@
 // (VAL-1..7), so that an invalid value is never echoed back and never reaches
 // the platform.
 //
-// Every result carries structuredContent and the same JSON as one text block
-// (TOOLS-3); every failure is a tool error whose structuredContent is
-// {"error": {"category", "http_status", "code", "field", "recovery"}} (ERR-1,
-// ERR-2). A last-line middleware turns any stray Go error or panic into an
-// internal tool error and scrubs known secrets from every result.
+// Every successful result carries structuredContent and the same JSON as one
+// text block (TOOLS-3). Every failure is a tool error (isError) whose one
+// text block is {"error": {"category", "http_status", "code", "field",
+// "recovery"}} and which carries no structuredContent (ERR-1, ERR-2): the
+// official clients validate any structuredContent against the tool's
+// outputSchema, which describes only the success shape (TOOLS-5). A
+// last-line middleware turns any stray Go error or panic into an internal
+// tool error and scrubs known secrets from every result.
 //
 // State lives per MCP session (keyed by *mcp.ServerSession): the default
 // sandbox, the owned sandboxes with their renewal policies, and the

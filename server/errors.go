@@ -9,8 +9,8 @@ import (
 )
 
 // ToolError is the one shape of every tool failure (ERR-2). It is what a
-// client sees under "error" in structuredContent and, as the same JSON, in
-// the text block. It never holds a provider message, a URL, a submitted
+// client reads under "error" in the JSON of the result's one text block (a
+// tool error carries no structuredContent). It never holds a provider message, a URL, a submitted
 // value or a stack trace (ERR-3, VAL-6).
 type ToolError struct {
 	// Category is one of the fixed sandbox categories.
@@ -41,7 +41,7 @@ func (e *ToolError) Error() string {
 	return msg
 }
 
-// errorEnvelope is the structuredContent of a failed call.
+// errorEnvelope is the JSON of a failed call's text block.
 type errorEnvelope struct {
 	Error *ToolError `json:"error"`
 }

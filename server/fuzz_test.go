@@ -141,7 +141,7 @@ func FuzzToolArguments(f *testing.F) {
 		var env struct {
 			Error ToolError `json:"error"`
 		}
-		sc, _ := json.Marshal(res.StructuredContent)
+		sc := []byte(errorText(t, name, res))
 		if err := json.Unmarshal(sc, &env); err != nil {
 			t.Fatalf("error result %s: %v", sc, err)
 		}

@@ -257,22 +257,24 @@ func toolErrorOf(t *testing.T, name string, res *mcp.CallToolResult) ToolError {
 	if !res.IsError {
 		t.Fatalf("%s: want a tool error, got %s", name, resultJSON(t, res))
 	}
-	data, err := json.Marshal(res.StructuredContent)
-	if err != nil {
-		t.Fatal(err)
+	// ERR-2 / TOOLS-5: no structuredContent; the error object is the JSON
+	// of the one text block.
+	if res.StructuredContent != nil {
+		t.Errorf("%s: tool error carries structuredContent: %s", name, resultJSON(t, res))
 	}
+	data := []byte(errorText(t, name, res))
 	var env struct {
 		Error *ToolError `json:"error"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&env); err != nil || env.Error == nil {
-		t.Fatalf("%s: error structuredContent %s: %v", name, data, err)
+		t.Fatalf("%s: error text block %s: %v", name, data, err)
 	}
 	var outer map[string]json.RawMessage
 	_ = json.Unmarshal(data, &outer)
 	if len(outer) != 1 {
-		t.Errorf("%s: error structuredContent has keys besides error: %s", name, data)
+		t.Errorf("%s: error text block has keys besides error: %s", name, data)
 	}
 	if env.Error.Category == "" || env.Error.Recovery == "" {
 		t.Errorf("%s: error lacks category or recovery: %s", name, data)
@@ -297,8 +299,22 @@ func resultJSON(t *testing.T, res *mcp.CallToolResult) string {
 	return string(data)
 }
 
-// checkTextMatchesStructured: TOOLS-3 / ERR-2, one text block with the same
-// JSON as structuredContent.
+// errorText returns the one text block of a tool error.
+func errorText(t *testing.T, name string, res *mcp.CallToolResult) string {
+	t.Helper()
+	if len(res.Content) != 1 {
+		t.Fatalf("%s: tool error has %d content blocks, want 1", name, len(res.Content))
+	}
+	tc, ok := res.Content[0].(*mcp.TextContent)
+	if !ok {
+		t.Fatalf("%s: tool error content is %T, want text", name, res.Content[0])
+	}
+	return tc.Text
+}
+
+// checkTextMatchesStructured: TOOLS-3, one text block with the same JSON as
+// structuredContent; ERR-2, a tool error's one text block is JSON and it
+// has no structuredContent.
 func checkTextMatchesStructured(t *testing.T, name string, res *mcp.CallToolResult) {
 	t.Helper()
 	if len(res.Content) != 1 {
@@ -313,6 +329,12 @@ func checkTextMatchesStructured(t *testing.T, name string, res *mcp.CallToolResu
 	var fromText, fromStructured any
 	if err := json.Unmarshal([]byte(tc.Text), &fromText); err != nil {
 		t.Errorf("%s: text block is not JSON: %v", name, err)
+		return
+	}
+	if res.IsError {
+		if res.StructuredContent != nil {
+			t.Errorf("%s: tool error carries structuredContent (ERR-2, TOOLS-5)", name)
+		}
 		return
 	}
 	data, _ := json.Marshal(res.StructuredContent)

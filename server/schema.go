@@ -102,9 +102,14 @@ func envsArg(desc string) *jsonschema.Schema {
 	}
 }
 
-// nullable returns a schema accepting t or null.
+// nullable returns a schema accepting t or null, spelled as anyOf with one
+// type per branch rather than a type array: both mean the same in draft-07
+// (what the TypeScript client's Ajv reads) and 2020-12 (what the MCP
+// specification names), and clients that map schemas onto a single-type
+// dialect accept it (the Inspector CLI's tools/list --strict flags type
+// arrays as non-portable).
 func nullable(t, desc string) *jsonschema.Schema {
-	return &jsonschema.Schema{Types: []string{t, "null"}, Description: desc}
+	return &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: t}, {Type: "null"}}}
 }
 
 // metadataOrder is the order of the nine metadata keys (META-1).
@@ -115,7 +120,7 @@ var metadataOrder = []string{"sandbox_id", "template", "status", "region", "star
 func metadataSchema(desc string) *jsonschema.Schema {
 	dt := func(d string) *jsonschema.Schema {
 		s := nullable("string", d)
-		s.Format = "date-time"
+		s.AnyOf[0].Format = "date-time"
 		return s
 	}
 	return object(desc, metadataOrder, map[string]*jsonschema.Schema{

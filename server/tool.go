@@ -178,17 +178,21 @@ func result(v any) (*mcp.CallToolResult, error) {
 	}, nil
 }
 
-// errorResult builds a failed result: isError with
-// {"error": {...}} as structuredContent and as the text block (ERR-1, ERR-2).
-// The ToolError is kept on the result for server-side logging.
+// errorResult builds a failed result (ERR-1, ERR-2, TOOLS-5): isError and
+// {"error": {...}} as the one text block, so that a model still reads the
+// category and the hint, and no structuredContent. The outputSchema
+// describes only the success shape, and the official clients validate any
+// structuredContent against it, errors included (the TypeScript SDK's
+// Client.callTool, @modelcontextprotocol/sdk 1.32.2 dist/esm/client/index.js);
+// an error object there would turn the tool error into a thrown protocol
+// error. The ToolError is kept on the result for server-side logging.
 func errorResult(te *ToolError) *mcp.CallToolResult {
 	data, err := json.Marshal(errorEnvelope{Error: te})
 	if err != nil {
 		data = []byte(`{"error":{"category":"internal"}}`)
 	}
 	res := &mcp.CallToolResult{
-		StructuredContent: json.RawMessage(data),
-		Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
+		Content: []mcp.Content{&mcp.TextContent{Text: string(data)}},
 	}
 	res.SetError(te)
 	return res

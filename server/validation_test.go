@@ -271,9 +271,13 @@ func TestValidationErrorShape(t *testing.T) {
 	c := h.connect()
 	res := c.call("set_sandbox_timeout", map[string]any{"timeout": true})
 	want := `{"error":{"category":"invalid_argument","field":"timeout","recovery":"Check the arguments against the tool's input schema and try again."}}`
-	data, _ := json.Marshal(res.StructuredContent)
-	if string(data) != want {
-		t.Errorf("structuredContent = %s\nwant %s", data, want)
+	// ERR-2: the error object is the one text block, and there is no
+	// structuredContent for a client to validate against the outputSchema.
+	if got := errorText(t, "set_sandbox_timeout", res); got != want {
+		t.Errorf("text block = %s\nwant %s", got, want)
+	}
+	if res.StructuredContent != nil {
+		t.Errorf("structuredContent = %v, want none", res.StructuredContent)
 	}
 	if !res.IsError {
 		t.Error("isError is false")

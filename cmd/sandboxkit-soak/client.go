@@ -74,17 +74,26 @@ func (c *mcpClient) callTool(ctx context.Context, name string, args any) (*toolR
 type toolResult struct {
 	IsError           bool            `json:"isError"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
+	Content           []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
 }
 
-// category returns a failed result's error category.
+// category returns a failed result's error category, read from the JSON of
+// its text block (ERR-2: a tool error carries no structuredContent).
 func (r *toolResult) category() string {
 	var env struct {
 		Error struct {
 			Category string `json:"category"`
 		} `json:"error"`
 	}
-	_ = json.Unmarshal(r.StructuredContent, &env)
-	return env.Error.Category
+	for _, c := range r.Content {
+		if c.Type == "text" && json.Unmarshal([]byte(c.Text), &env) == nil && env.Error.Category != "" {
+			return env.Error.Category
+		}
+	}
+	return ""
 }
 
 // field returns a string member of a successful result.

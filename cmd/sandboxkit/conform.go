@@ -73,6 +73,13 @@ Every sandbox the run creates is recorded in a state file (--state-dir) the
 moment its ID is seen and destroyed at the end, even when specs fail; after
 an interrupted run, "sandboxkit sweep --run ID" destroys what it left.
 
+Every result of every spec is also read as the official MCP clients read it
+(TOOLS-5): a success must carry structuredContent and any structuredContent,
+on a tool error too, must match the tool's outputSchema, both as draft-07 with
+formats asserted (Ajv in the TypeScript SDK) and as JSON Schema 2020-12. A
+result that fails fails the spec that made the call. Tool errors are read
+from their text block ({"error": {...}}, ERR-2).
+
 --evidence-dir DIR writes an evidence bundle of the run (mode cloud or
 loopback) to DIR: check it with "sandboxkit evidence verify DIR".
 
@@ -193,7 +200,12 @@ func printCatalog(cmd *cobra.Command) error {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", s.ID, s.Family, strings.Join(s.Rules, ","), title)
 	}
-	return w.Flush()
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(cmd.OutOrStdout(), "\nChecked on every result of every spec (and a label of each): %s\n",
+		strings.Join(conformance.EveryResultRules(), ", "))
+	return err
 }
 
 // ginkgoT satisfies ginkgo.GinkgoTestingT outside go test.

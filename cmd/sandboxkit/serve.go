@@ -70,6 +70,13 @@ sandboxes it creates. When the session ends (end of stdin, HTTP DELETE, HTTP
 idle timeout, or server shutdown on SIGINT/SIGTERM) every sandbox it owns is
 destroyed, and no other sandbox is touched.
 
+Results. A successful call returns structuredContent, valid against the
+tool's outputSchema, and the same JSON as one text block. A failed call is a
+tool error: isError, and one text block holding {"error": {"category",
+"http_status", "code", "field", "recovery"}} (absent members omitted), with no
+structuredContent, so that clients which validate structuredContent against
+the outputSchema (the official TypeScript SDK does) pass the error on.
+
 Provider outages. Every control-plane request, and every in-sandbox request
 that has no longer bound of its own, must be answered within
 --provider-timeout; file transfers within --file-timeout; a command within its
