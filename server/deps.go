@@ -28,6 +28,14 @@ type Deps struct {
 	// providers' API keys, the HTTP bearer token. The last-line middleware
 	// replaces each one found in a result. See [SecretsFromEnv].
 	Secrets []string
+	// Instance names this server instance in the metadata of every sandbox
+	// it creates ([InstanceTagKey]): the stable name an orchestrator gives
+	// a replica, so that the replica started again under the same name can
+	// destroy what its previous life owned ([Server.SweepPrevious]). Empty:
+	// [New] picks a random one. See [ValidateInstance].
+	Instance string
+
+	own ownership // set by New: the instance and this life's boot tag
 }
 
 // Limits bounds what one call may produce or move. The zero value of each

@@ -223,10 +223,12 @@ func CreateSandbox(deps *Deps) Tool {
 // (a cancelled create could leave a sandbox nobody knows); a sandbox whose
 // session closed meanwhile is destroyed at once. Every create carries a
 // fresh [CreateTagKey] metadata value: when the create fails without a
-// definite answer, the sandboxes carrying it are found and destroyed.
+// definite answer, the sandboxes carrying it are found and destroyed. It
+// also carries the owner's instance, boot and session ([InstanceTagKey]),
+// and the new sandbox's ID is logged.
 func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
 	tag := createTagValue()
-	opts.Metadata = map[string]string{CreateTagKey: tag}
+	opts.Metadata = deps.own.createMetadata(sess.seq, tag) // ownership: instance, boot, session
 	h, err := deps.Platform.Create(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		if ambiguousCreate(err) {
@@ -234,6 +236,7 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 		}
 		return nil, err
 	}
+	deps.Logger.Info("owned sandbox created", "session", sess.seq, "sandbox_id", h.ID(), "instance", deps.own.instance)
 	renewal := opts.Timeout
 	if renewal == 0 {
 		renewal = sandbox.DefaultSandboxTimeout // RENEW-1: 300 s when none
@@ -355,6 +358,9 @@ func KillSandbox(deps *Deps) Tool {
 			err := o.handle.Kill(ctx)
 			if err == nil || isNotFound(err) {
 				sess.disown(id, o, err != nil)
+			}
+			if err == nil {
+				deps.Logger.Info("owned sandbox destroyed", "session", sess.seq, "sandbox_id", id, "by", "kill_sandbox")
 			}
 			if err != nil {
 				return nil, err

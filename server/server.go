@@ -58,6 +58,13 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 		opts = &Options{}
 	}
 	d := deps.withDefaults()
+	if d.Instance == "" {
+		d.Instance = "anon-" + randomHex(6)
+	}
+	if err := ValidateInstance(d.Instance); err != nil {
+		return nil, err
+	}
+	d.own = ownership{instance: d.Instance, boot: randomHex(6)}
 	name, version, instructions := opts.Name, opts.Version, opts.Instructions
 	if name == "" {
 		name = "sandboxkit"
