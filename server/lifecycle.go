@@ -157,7 +157,7 @@ func GetSandbox(deps *Deps) Tool {
 			if err != nil {
 				return nil, err
 			}
-			return toMetadata(id, *info), nil
+			return toMetadata(id, deps.own.reported(o.handle, *info)), nil // under an owner lease: the end the session asked for
 		}
 		info, err := deps.Platform.GetInfoByID(ctx, id, nil) // GET-6, GET-7
 		if err != nil {
@@ -214,7 +214,7 @@ func CreateSandbox(deps *Deps) Tool {
 				info = *fresh
 			}
 		}
-		return toMetadata(id, info), nil // CREATE-6
+		return toMetadata(id, deps.own.reported(o.handle, info)), nil // CREATE-6
 	})
 }
 
@@ -229,6 +229,8 @@ func CreateSandbox(deps *Deps) Tool {
 func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
 	tag := createTagValue()
 	opts.Metadata = deps.own.createMetadata(sess.seq, tag) // ownership: instance, boot, session
+	requested := opts.Timeout
+	opts.Timeout = deps.own.createTimeout(requested) // at most the owner lease
 	h, err := deps.Platform.Create(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		if ambiguousCreate(err) {
@@ -237,7 +239,7 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 		return nil, err
 	}
 	deps.Logger.Info("owned sandbox created", "session", sess.seq, "sandbox_id", h.ID(), "instance", deps.own.instance)
-	renewal := opts.Timeout
+	renewal := requested
 	if renewal == 0 {
 		renewal = sandbox.DefaultSandboxTimeout // RENEW-1: 300 s when none
 	}
@@ -253,6 +255,7 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 		}
 		return nil, sessionClosedError()
 	}
+	deps.own.track(sess, h.ID(), o, requested)
 	return o, nil
 }
 
@@ -313,7 +316,7 @@ func SetSandboxTimeout(deps *Deps) Tool {
 		d := time.Duration(n) * time.Second
 		if o, ok := sess.ownedByID(id); ok {
 			// TIMEOUT-3; on failure the previous policy stays (TIMEOUT-4).
-			if err := o.handle.SetTimeout(ctx, d); err != nil {
+			if err := deps.own.setTimeout(ctx, o.handle, d); err != nil { // at most the owner lease
 				return nil, err
 			}
 			// TIMEOUT-5: a completion after close changes nothing.

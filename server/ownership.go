@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -47,17 +48,185 @@ func ValidateInstance(id string) error {
 	return nil
 }
 
-// ownership is the part of the create metadata that names the owner.
+// ownership is the server's side of ownership: the owner's names for the
+// create metadata and, with an owner lease, the leases it renews. One is
+// shared by every copy of the server's Deps.
 type ownership struct {
 	instance string
 	boot     string
+	lease    time.Duration // 0: no lease
+	logger   *slog.Logger
+
+	mu     sync.Mutex
+	leases map[*sandbox.Sandbox]*leaseEntry
+
+	stop     chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
+}
+
+// leaseEntry is one owned sandbox under the owner lease: the end its
+// session asked for, and the end last set at the platform.
+type leaseEntry struct {
+	sess        *session
+	id          string
+	o           *ownedSandbox
+	end         time.Time // what the session asked for (create timeout, set_sandbox_timeout, renewals)
+	platformEnd time.Time // what the platform was last told: at most the lease ahead
+}
+
+// newOwnership returns the ownership of a server, renewing leases in the
+// background when lease > 0 until close.
+func newOwnership(instance, boot string, lease time.Duration, logger *slog.Logger) *ownership {
+	o := &ownership{instance: instance, boot: boot, lease: lease, logger: logger,
+		leases: map[*sandbox.Sandbox]*leaseEntry{}, stop: make(chan struct{}), done: make(chan struct{})}
+	if lease > 0 {
+		go o.renewLoop()
+	} else {
+		close(o.done)
+	}
+	return o
+}
+
+// close stops the lease renewals and waits for the loop to end.
+func (o *ownership) close() {
+	if o == nil {
+		return
+	}
+	o.stopOnce.Do(func() { close(o.stop) })
+	<-o.done
+}
+
+// capped is the lifetime to ask the platform for when the session asks for
+// d: d itself without a lease, else at most the lease.
+func (o *ownership) capped(d time.Duration) time.Duration {
+	if o == nil || o.lease <= 0 || d <= o.lease {
+		return d
+	}
+	return o.lease
+}
+
+// createTimeout is the create request's timeout for a requested one (0:
+// the platform's default, 300 s).
+func (o *ownership) createTimeout(requested time.Duration) time.Duration {
+	if o == nil || o.lease <= 0 {
+		return requested
+	}
+	if requested == 0 {
+		requested = sandbox.DefaultSandboxTimeout
+	}
+	return o.capped(requested)
+}
+
+// track puts a newly owned sandbox under the lease; requested is the
+// lifetime the session asked for at create.
+func (o *ownership) track(sess *session, id string, owned *ownedSandbox, requested time.Duration) {
+	if o == nil || o.lease <= 0 {
+		return
+	}
+	if requested == 0 {
+		requested = sandbox.DefaultSandboxTimeout
+	}
+	now := time.Now()
+	o.mu.Lock()
+	o.leases[owned.handle] = &leaseEntry{sess: sess, id: id, o: owned, end: now.Add(requested), platformEnd: now.Add(o.capped(requested))}
+	o.mu.Unlock()
+}
+
+// setTimeout sets an owned sandbox's lifetime to d: at the platform d, or
+// under a lease at most the lease, renewed in the background up to d.
+// TIMEOUT-3 and RENEW-1 send {"timeout": N} for N = d; under a lease it is
+// min(N, lease) (docs/deploy.md says why).
+func (o *ownership) setTimeout(ctx context.Context, h *sandbox.Sandbox, d time.Duration) error {
+	sent := o.capped(d)
+	if err := h.SetTimeout(ctx, sent); err != nil {
+		return err
+	}
+	if o == nil || o.lease <= 0 {
+		return nil
+	}
+	now := time.Now()
+	o.mu.Lock()
+	if e, ok := o.leases[h]; ok {
+		e.end, e.platformEnd = now.Add(d), now.Add(sent)
+	}
+	o.mu.Unlock()
+	return nil
+}
+
+// reported is in with the end the session asked for: under a lease the
+// platform's end is at most the lease ahead, and the server keeps moving
+// it while it lives, up to that end.
+func (o *ownership) reported(h *sandbox.Sandbox, in sandbox.Info) sandbox.Info {
+	if o == nil || o.lease <= 0 {
+		return in
+	}
+	o.mu.Lock()
+	e, ok := o.leases[h]
+	o.mu.Unlock()
+	if ok && in.EndAt != nil {
+		end := e.end.UTC()
+		in.EndAt = &end
+	}
+	return in
+}
+
+// renewLoop renews, every third of the lease, each lease that would run out
+// within two thirds of it, to the lesser of the lease and what its session
+// asked for. A sandbox whose session closed or which is no longer owned is
+// forgotten: its close-time destroy is the session's business.
+func (o *ownership) renewLoop() {
+	defer close(o.done)
+	t := time.NewTicker(o.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+		}
+		o.renewDue()
+	}
+}
+
+// renewDue makes one round of lease renewals.
+func (o *ownership) renewDue() {
+	now := time.Now()
+	var due []*leaseEntry
+	o.mu.Lock()
+	for h, e := range o.leases {
+		if _, ok := e.sess.renewalOf(e.id, e.o); !ok || !now.Before(e.end) {
+			delete(o.leases, h) // closed, disowned, or at its own end
+			continue
+		}
+		if e.platformEnd.Sub(now) <= o.lease*2/3 && e.platformEnd.Before(e.end) {
+			due = append(due, e)
+		}
+	}
+	o.mu.Unlock()
+	for _, e := range due {
+		remaining := e.end.Sub(now)
+		d := o.capped((remaining + time.Second - 1).Truncate(time.Second))
+		ctx, cancel := e.sess.bind(context.Background()) // cancelled if the session closes (TIMEOUT-5)
+		ctx, cancelT := context.WithTimeout(ctx, o.lease/3)
+		err := e.o.handle.SetTimeout(ctx, d)
+		cancelT()
+		cancel()
+		if err != nil {
+			o.logger.Warn("owner lease renewal failed", "session", e.sess.seq, "sandbox_id", e.id, "category", string(sandbox.CategoryOf(err)))
+			continue
+		}
+		o.mu.Lock()
+		e.platformEnd = now.Add(d)
+		o.mu.Unlock()
+	}
 }
 
 // createMetadata is the metadata of one create: the create tag and, when
 // the server has an instance ID, the owner's instance, boot and session.
-func (o ownership) createMetadata(session uint64, createTag string) map[string]string {
+func (o *ownership) createMetadata(session uint64, createTag string) map[string]string {
 	md := map[string]string{CreateTagKey: createTag}
-	if o.instance != "" {
+	if o != nil && o.instance != "" {
 		md[InstanceTagKey] = o.instance
 		md[BootTagKey] = o.boot
 		md[SessionTagKey] = strconv.FormatUint(session, 10)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
 // TestOwnershipMetadataAndLogs: every created sandbox carries the owner's
@@ -123,4 +125,76 @@ func TestSweepPreviousKeepsOtherLives(t *testing.T) {
 		t.Errorf("another instance's sandbox %s was destroyed", foreign)
 	}
 	c.drop()
+}
+
+// TestOwnerLease: under an owner lease the platform is never told a
+// lifetime beyond the lease, the server renews it while it lives, tool
+// results keep the session's own end, and a server that stops renewing
+// (as a killed one does) leaves its sandbox to end within the lease.
+func TestOwnerLease(t *testing.T) {
+	h := newHarness(t, nil)
+	const lease = MinOwnerLease
+	srv, err := New(&Deps{Platform: h.srv.deps.Platform, Instance: "leased-0", OwnerLease: lease}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := (&harness{t: t, fp: h.fp, srv: srv, logs: h.logs}).connect()
+	t.Cleanup(c.drop)
+	start := time.Now()
+	out := c.ok("create_sandbox", map[string]any{"timeout": 600})
+	id := out["sandbox_id"].(string)
+	rec, _ := h.fp.Sandbox(id)
+	if left := time.Until(rec.EndAt); left > lease+time.Second {
+		t.Errorf("platform end %v ahead, want at most the lease %v", left.Round(time.Second), lease)
+	}
+	reportedEnd := func(m map[string]any) time.Duration {
+		end, err := time.Parse(time.RFC3339Nano, m["end_at"].(string))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return end.Sub(start)
+	}
+	if d := reportedEnd(out); d < 599*time.Second || d > 601*time.Second {
+		t.Errorf("create_sandbox reports end_at %v after create, want the 600 s asked for", d)
+	}
+	before := h.fp.Journal().Count(sandbox.OpSetTimeout)
+	idle := time.Now()
+	time.Sleep(2 * lease)
+	renewals := h.fp.Journal().Count(sandbox.OpSetTimeout) - before
+	perMinute := float64(renewals) / time.Since(idle).Minutes()
+	t.Logf("lease renewals of an idle session: %d in %v = %.0f per sandbox-minute at lease %v (%.1f at a 2m lease)",
+		renewals, time.Since(idle).Round(time.Millisecond), perMinute, lease, perMinute*lease.Seconds()/120)
+	if renewals < 2 || renewals > 7 {
+		t.Errorf("%d renewals in two leases, want about 6 (one per third of the lease)", renewals)
+	}
+	rec, _ = h.fp.Sandbox(id)
+	if left := time.Until(rec.EndAt); left < lease/2 {
+		t.Errorf("after %v the platform end is %v ahead: the lease was not renewed", lease, left)
+	}
+	if d := reportedEnd(c.ok("get_sandbox", map[string]any{})); d < 599*time.Second || d > 601*time.Second {
+		t.Errorf("get_sandbox reports end_at %v after create, want the 600 s asked for", d)
+	}
+	n := h.fp.Journal().Len()
+	c.ok("set_sandbox_timeout", map[string]any{"timeout": 900})
+	got := journalFrom(h.fp, n)
+	if len(got) != 1 || string(got[0].Body) != `{"timeout":3}` {
+		t.Errorf("set_sandbox_timeout sent %v, want one {\"timeout\":3} (the lease)", got)
+	}
+	// The server stops renewing, as a killed one would.
+	srv.deps.own.close()
+	stopped := time.Now()
+	waitForWithin(t, "the unrenewed sandbox ends", lease+2*time.Second, func() bool { _, ok := h.fp.Sandbox(id); return !ok })
+	t.Logf("unrenewed sandbox gone %v after renewals stopped (lease %v)", time.Since(stopped).Round(time.Millisecond), lease)
+}
+
+// waitForWithin polls cond until it holds or limit passes.
+func waitForWithin(t *testing.T, what string, limit time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, limit)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

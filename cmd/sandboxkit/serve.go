@@ -44,6 +44,7 @@ type serveConfig struct {
 	// whether a start sweeps what an earlier life of it left.
 	instance     string
 	sweepAtStart bool
+	ownerLease   time.Duration
 }
 
 // serveInstanceEnv names the environment variable that gives the instance
@@ -106,7 +107,11 @@ replica a stable instance ID (the name its orchestrator gives it) and the
 replica started again under that ID destroys, before it serves, every
 sandbox tagged with it (--sweep-at-start). For an instance that will not
 come back, run "sandboxkit sweep --orphans --instance ID". Never run two
-live processes with one instance ID. See docs/deploy.md.
+live processes with one instance ID. With --owner-lease D the platform is
+never told a lifetime longer than D: the server renews it every D/3 while
+the owning session lives, up to the lifetime the session asked for (which
+get_sandbox keeps reporting), so a dead server's sandboxes end within D even
+if it never comes back. See docs/deploy.md.
 
 HTTP limits. At most --max-sessions sessions are live at once (beyond: 503),
 and at most --max-sessions-per-client from one client IP address (beyond:
@@ -149,6 +154,7 @@ Examples:
 	// Ownership flags (issue 17).
 	f.StringVar(&cfg.instance, "instance", "", "stable ID of this server instance, written into every sandbox's metadata (default $"+serveInstanceEnv+"; unset: a random one)")
 	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left")
+	f.DurationVar(&cfg.ownerLease, "owner-lease", 0, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")
 	return cmd
 }
 
@@ -235,7 +241,7 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if instance == "" {
 		instance = strings.TrimSpace(getenv(serveInstanceEnv))
 	}
-	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg), Instance: instance}, &server.Options{Version: serveVersion()})
+	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg), Instance: instance, OwnerLease: cfg.ownerLease}, &server.Options{Version: serveVersion()})
 	if err != nil {
 		return err
 	}
