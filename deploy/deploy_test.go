@@ -31,6 +31,10 @@ const requiredEnv = "SANDBOXKIT_DEPLOY_REQUIRED"
 // (as an orchestrator restarts a pod) and sweeps before it serves.
 const orphanBound = 30 * time.Second
 
+// ownerLease is the replicas' --owner-lease in the crash test: a replica
+// killed and never started again leaves sandboxes that end within it.
+const ownerLease = 6 * time.Second
+
 // needHAProxy returns the haproxy binary, or skips (fails, with
 // SANDBOXKIT_DEPLOY_REQUIRED set) when it is not installed.
 func needHAProxy(t *testing.T) string {
@@ -250,7 +254,7 @@ func startCluster(t *testing.T, haproxy string) *cluster {
 func (c *cluster) startReplica(i int) {
 	c.t.Helper()
 	r := start(c.t, fmt.Sprintf("replica-%d", i), c.fakeEnv, c.bin, "serve", "--http", c.addrs[i],
-		"--instance", fmt.Sprintf("replica-%d", i), "--provider-timeout", "5s")
+		"--instance", fmt.Sprintf("replica-%d", i), "--provider-timeout", "5s", "--owner-lease", ownerLease.String())
 	waitListening(c.t, r, c.addrs[i])
 	c.replicas[i] = r
 }
@@ -308,6 +312,8 @@ func useDefault(ctx context.Context, cs *mcp.ClientSession) (string, error) {
 // orchestrator would. The dead replica's sandboxes must be destroyed within
 // orphanBound, the survivor's sessions must go on untouched, and a lost
 // session must get 404 "session not found", never another session's state.
+// Last, the survivor is killed too and never comes back: its owner lease
+// must end its sandboxes within the lease.
 func TestReplicaKilledBehindHAProxy(t *testing.T) {
 	haproxy := needHAProxy(t)
 	c := startCluster(t, haproxy)
@@ -360,10 +366,30 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 		}
 	}
 
-	// SIGKILL replica-0 mid-session; the orchestrator starts it again.
+	// SIGKILL replica-0 mid-session, with a command running in one of its
+	// sessions; the orchestrator starts it again.
 	survivorsBefore := c.owned(ctx, "replica-1")
+	inFlight := make(chan error, 1)
+	for _, s := range all {
+		if s.replica == 0 {
+			go func() {
+				_, err := call(ctx, s.cs, "run_command", map[string]any{"command": "sleep 20"})
+				inFlight <- err
+			}()
+			break
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
 	killed := time.Now()
 	c.replicas[0].kill()
+	select {
+	case err := <-inFlight:
+		if err == nil {
+			t.Error("a command in flight on the killed replica succeeded")
+		}
+	case <-time.After(15 * time.Second):
+		t.Error("a command in flight on the killed replica did not fail within 15 s")
+	}
 	if n := len(c.owned(ctx, "replica-0")); n != count[0] {
 		t.Fatalf("after SIGKILL %d of replica-0's sandboxes are listed, want all %d still running (nothing cleaned up)", n, count[0])
 	}
@@ -415,6 +441,19 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 			t.Error("a lost session's call through the SDK succeeded")
 		}
 	}
+	// The survivor dies too and nobody starts it again: the lease ends its
+	// sandboxes. Its sessions have been idle for a moment already.
+	n := len(c.owned(ctx, "replica-1"))
+	killed = time.Now()
+	c.replicas[1].kill()
+	for len(c.owned(ctx, "replica-1")) > 0 {
+		if time.Since(killed) > ownerLease+2*time.Second {
+			t.Fatalf("replica-1's %d sandboxes still run %v after SIGKILL without restart (owner lease %v)", n, time.Since(killed), ownerLease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("SIGKILL without restart to last orphan ended by the platform: %v (%d orphans; owner lease %v)",
+		time.Since(killed).Round(time.Millisecond), n, ownerLease)
 }
 
 // rawCall posts a tools/call for get_sandbox with a session ID and returns
