@@ -70,7 +70,7 @@ func Specs() []Spec {
 	var all []Spec
 	for _, group := range [][]Spec{
 		protocolSpecs(), boundsSpecs(), delegationSpecs(), defaultSpecs(), renewalSpecs(), leakageSpecs(),
-		errorSpecs(), cleanupSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
+		errorSpecs(), cleanupSpecs(), crashSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)
 	}
@@ -93,6 +93,7 @@ func Specs() []Spec {
 var optionalSpecs = map[string]string{
 	"protocol.transports-identical":         "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
 	"delegation.by-id-releases-connections": "counts loopback connections to the fake: skipped for the in-process target, which uses none",
+	"cleanup.crash-restart-sweeps":          "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the
