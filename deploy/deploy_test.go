@@ -477,3 +477,127 @@ func rawCall(ctx context.Context, t *testing.T, url, sessionID string) (int, str
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 	return resp.StatusCode, string(b)
 }
+
+// soakEnv sets the number of kill rounds of TestSoakReplicaKills; unset,
+// the soak is skipped.
+const soakEnv = "SANDBOXKIT_DEPLOY_SOAK"
+
+// TestSoakReplicaKills keeps sessions busy through HAProxy while the
+// replicas are killed with SIGKILL in turn and started again under their
+// instance IDs, for $SANDBOXKIT_DEPLOY_SOAK rounds. After each kill the dead
+// life's sandboxes must be gone within orphanBound; at the end, with every
+// session closed, the provider must hold no sandbox at all.
+func TestSoakReplicaKills(t *testing.T) {
+	rounds := 0
+	if v := os.Getenv(soakEnv); v != "" {
+		if _, err := fmt.Sscan(v, &rounds); err != nil || rounds < 1 {
+			t.Fatalf("%s=%q: want a number of rounds", soakEnv, v)
+		}
+	} else {
+		t.Skip("soak: set " + soakEnv + "=N for N kill rounds")
+	}
+	haproxy := needHAProxy(t)
+	c := startCluster(t, haproxy)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	client := mcp.NewClient(&mcp.Implementation{Name: "deploy-soak", Version: "0"}, nil)
+	connect := func() (*mcp.ClientSession, error) {
+		return client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + c.lb + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	}
+	const workers = 16
+	var (
+		mu    sync.Mutex
+		calls int
+		lost  int
+		wg    sync.WaitGroup
+		stop  = make(chan struct{})
+	)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var cs *mcp.ClientSession
+			defer func() {
+				if cs != nil {
+					_ = cs.Close()
+				}
+			}()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if cs == nil {
+					var err error
+					if cs, err = connect(); err != nil {
+						time.Sleep(100 * time.Millisecond)
+						continue
+					}
+				}
+				if _, err := call(ctx, cs, "run_command", map[string]any{"command": "echo soak"}); err != nil {
+					// A session lost with its replica: start a new one.
+					_ = cs.Close()
+					cs = nil
+					mu.Lock()
+					lost++
+					mu.Unlock()
+					continue
+				}
+				mu.Lock()
+				calls++
+				mu.Unlock()
+			}
+		}()
+	}
+	var worst time.Duration
+	orphans := 0
+	for round := range rounds {
+		time.Sleep(1500 * time.Millisecond)
+		i := round % 2
+		instance := fmt.Sprintf("replica-%d", i)
+		killed := time.Now()
+		c.replicas[i].kill()
+		orphans += len(c.owned(ctx, instance))
+		c.startReplica(i)
+		// The new life's sandboxes carry the same instance ID: what
+		// started before the kill belonged to the dead one.
+		for !c.sweptSince(ctx, instance, killed) {
+			if time.Since(killed) > orphanBound {
+				t.Fatalf("round %d: %s's previous life's sandboxes still run %v after SIGKILL", round, instance, time.Since(killed))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		worst = max(worst, time.Since(killed))
+	}
+	close(stop)
+	wg.Wait()
+	for i := range c.replicas {
+		c.replicas[i].stop(30 * time.Second)
+	}
+	left, err := c.platform.List(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("soak: %d rounds, %d calls answered, %d sessions lost with their replica, %d orphans swept, worst SIGKILL to last orphan destroyed %v, %d sandboxes left",
+		rounds, calls, lost, orphans, worst.Round(time.Millisecond), len(left))
+	if len(left) != 0 {
+		t.Errorf("%d sandboxes still run after the soak and a clean shutdown", len(left))
+	}
+}
+
+// sweptSince reports whether every sandbox tagged with instance started
+// after since: what started before belonged to the killed life.
+func (c *cluster) sweptSince(ctx context.Context, instance string, since time.Time) bool {
+	infos, err := c.platform.List(ctx, &sandbox.ListOptions{Metadata: map[string]string{server.InstanceTagKey: instance}})
+	if err != nil {
+		c.t.Fatalf("list %s's sandboxes: %v", instance, err)
+	}
+	for _, in := range infos {
+		if in.StartedAt == nil || in.StartedAt.Before(since) {
+			return false
+		}
+	}
+	return true
+}
