@@ -601,3 +601,29 @@ func (c *cluster) sweptSince(ctx context.Context, instance string, since time.Ti
 	}
 	return true
 }
+
+// TestKitCrashSpec runs the kit's crash spec against the reference server
+// as a stdio command: it passes, and fails for a server that does not
+// sweep at start, so the spec can tell them apart.
+func TestKitCrashSpec(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server processes; skipped with -short")
+	}
+	bin := buildSandboxkit(t)
+	runKit := func(serverCmd string) (string, int) {
+		out, err := exec.Command(bin, "conform", "--server-cmd", serverCmd, "--focus", "crash", "--crash-bound", "5s").CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return string(out), code
+	}
+	if out, code := runKit(bin + " serve"); code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
+		t.Errorf("crash spec against serve: exit %d\n%s", code, out)
+	}
+	if out, code := runKit(bin + " serve --sweep-at-start=false"); code == 0 || !strings.Contains(out, "still run (crash bound 5s)") {
+		t.Errorf("crash spec against a server that does not sweep: exit %d, want a failure naming the bound\n%s", code, out)
+	}
+}
