@@ -301,6 +301,11 @@ func SweepOrphans(ctx context.Context, p *sandbox.Platform, instance string, opt
 	start := time.Now()
 	rep := &SweepReport{Instance: instance, Found: []string{}, Destroyed: []string{}, AlreadyGone: []string{},
 		Failed: map[string]sandbox.Category{}, ListFailed: map[string]sandbox.Category{}}
+	// The platform filters on metadata itself: GET /v2/sandboxes takes a
+	// "metadata" query of k=v pairs that must all match (e2b-dev/infra
+	// utils.parseFilters; shared/reference/provider-api.md, "List v2" and
+	// "Metadata filter"), and the SDK's List asks for running and paused
+	// sandboxes, so a paused orphan is found too.
 	filter := map[string]string{InstanceTagKey: instance}
 	for _, prov := range p.Providers() {
 		if !p.HasCredentials(prov) {
