@@ -118,6 +118,9 @@ func ListSandboxes(deps *Deps) Tool {
 		}
 		items := make([]metadata, 0, len(infos))
 		for _, in := range infos {
+			if o, ok := sess.ownedByID(in.SandboxID); ok {
+				in = deps.own.reported(o.handle, in) // under an owner lease: the end this session asked for
+			}
 			items = append(items, toMetadata("", in))
 		}
 		return struct {

@@ -173,6 +173,13 @@ func TestOwnerLease(t *testing.T) {
 	if d := reportedEnd(c.ok("get_sandbox", map[string]any{})); d < 599*time.Second || d > 601*time.Second {
 		t.Errorf("get_sandbox reports end_at %v after create, want the 600 s asked for", d)
 	}
+	listed := c.ok("list_sandboxes", map[string]any{})["sandboxes"].([]any)
+	if len(listed) != 1 {
+		t.Fatalf("list_sandboxes: %v, want the one sandbox", listed)
+	}
+	if d := reportedEnd(listed[0].(map[string]any)); d < 599*time.Second || d > 601*time.Second {
+		t.Errorf("list_sandboxes reports end_at %v after create for the session's own sandbox, want the 600 s asked for", d)
+	}
 	n := h.fp.Journal().Len()
 	c.ok("set_sandbox_timeout", map[string]any{"timeout": 900})
 	got := journalFrom(h.fp, n)
