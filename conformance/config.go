@@ -67,6 +67,12 @@ type Config struct {
 	// (failed with RequireAll). At most [MaxProviderDeadline], and
 	// CallTimeout must exceed it plus the grace.
 	ProviderDeadline time.Duration
+	// CrashBound is how long, after a stdio server command is killed with
+	// SIGKILL, the kit waits for the command started again with the same
+	// instance ID (SANDBOXKIT_INSTANCE) to have destroyed every sandbox the
+	// dead process owned (spec cleanup.crash-restart-sweeps). Zero gives
+	// [DefaultCrashBound]; at most [MaxCrashBound].
+	CrashBound time.Duration
 
 	// Cloud runs the kit against the real provider that the environment
 	// names (E2B_API_KEY, and E2B_API_URL / E2B_DOMAIN / E2B_SANDBOX_URL
@@ -119,6 +125,20 @@ type breakEnv struct {
 // that the deadline specs take seconds, and far above what a healthy call
 // to the fake takes even on a loaded machine.
 const DefaultInProcessDeadline = 5 * time.Second
+
+// DefaultCrashBound is the crash bound when [Config.CrashBound] is zero.
+const DefaultCrashBound = 30 * time.Second
+
+// MaxCrashBound bounds [Config.CrashBound].
+const MaxCrashBound = 10 * time.Minute
+
+// crashBound returns the crash bound in force.
+func (c *Config) crashBound() time.Duration {
+	if c.CrashBound > 0 {
+		return c.CrashBound
+	}
+	return DefaultCrashBound
+}
 
 // MaxProviderDeadline bounds [Config.ProviderDeadline].
 const MaxProviderDeadline = 40 * time.Second
@@ -203,6 +223,9 @@ func (c *Config) Validate() error {
 		if to == "" {
 			errs = append(errs, fmt.Errorf("tool name mapping: %q maps to an empty name", from))
 		}
+	}
+	if c.CrashBound < 0 || c.CrashBound > MaxCrashBound {
+		errs = append(errs, fmt.Errorf("crash bound %v: want 0 (the default, %v) to %v", c.CrashBound, DefaultCrashBound, MaxCrashBound))
 	}
 	if c.CallTimeout < 0 || c.SettleTimeout < 0 || c.ProviderDeadline < 0 {
 		errs = append(errs, errors.New("timeouts must not be negative"))

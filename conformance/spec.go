@@ -71,8 +71,9 @@ type Spec struct {
 func Specs() []Spec {
 	var all []Spec
 	for _, group := range [][]Spec{
-		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(), renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(),
-		errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
+		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(),
+		renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(), errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(),
+		crashSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)
 	}
@@ -94,6 +95,7 @@ func Specs() []Spec {
 // the server alone.
 var optionalSpecs = map[string]string{
 	"protocol.transports-identical": "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
+	"cleanup.crash-restart-sweeps":  "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the

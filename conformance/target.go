@@ -3,6 +3,8 @@ package conformance
 import (
 	"bytes"
 	"context"
+	"os"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,4 +66,19 @@ const Version = "0.2.0"
 // transport (the in-process reference server over Streamable HTTP).
 type alternateTarget interface {
 	connectAlternate(ctx context.Context, version string) (*clientConn, error)
+}
+
+// serverBaseEnv is the kit's own environment, as a server command inherits
+// it, less the variables that must not leak from the kit into every server
+// it starts: an instance ID ([InstanceEnv]) inherited by each server would
+// make each new one sweep the sandboxes of the others as a dead previous
+// life's. The crash spec and ServerEnv set it deliberately.
+func serverBaseEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, InstanceEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }

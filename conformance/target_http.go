@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -29,7 +28,7 @@ type httpTarget struct {
 func (t *httpTarget) start(ctx context.Context) error {
 	if len(t.cfg.ServerCommand) > 0 {
 		cmd := exec.Command(t.cfg.ServerCommand[0], t.cfg.ServerCommand[1:]...)
-		cmd.Env = append(append(os.Environ(), t.env...), t.cfg.ServerEnv...)
+		cmd.Env = append(append(serverBaseEnv(), t.env...), t.cfg.ServerEnv...)
 		cmd.Stdout, cmd.Stderr = &t.log, &t.log
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("conformance: start HTTP server command: %w", err)

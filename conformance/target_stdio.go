@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"time"
 
@@ -31,7 +30,7 @@ func (t *stdioTarget) start(ctx context.Context) error {
 
 func (t *stdioTarget) command() *exec.Cmd {
 	cmd := exec.Command(t.cfg.ServerCommand[0], t.cfg.ServerCommand[1:]...)
-	cmd.Env = append(append(os.Environ(), t.env...), t.cfg.ServerEnv...)
+	cmd.Env = append(append(serverBaseEnv(), t.env...), t.cfg.ServerEnv...)
 	cmd.Stderr = &t.log
 	return cmd
 }

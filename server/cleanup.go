@@ -119,11 +119,11 @@ func (r *registry) destroy(job *cleanupJob) {
 	r.retry(job, "destroy", func(ctx context.Context) error {
 		err := job.kill(ctx)
 		if err != nil && isNotFound(err) {
-			r.deps.Logger.Info("owned sandbox already gone", "session", job.session)
+			r.deps.Logger.Info("owned sandbox already gone", "session", job.session, "sandbox_id", job.id)
 			return nil
 		}
 		if err == nil {
-			r.deps.Logger.Info("owned sandbox destroyed", "session", job.session, "duration", time.Since(start))
+			r.deps.Logger.Info("owned sandbox destroyed", "session", job.session, "sandbox_id", job.id, "duration", time.Since(start))
 		}
 		return err
 	})

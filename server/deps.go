@@ -28,7 +28,26 @@ type Deps struct {
 	// providers' API keys, the HTTP bearer token. The last-line middleware
 	// replaces each one found in a result. See [SecretsFromEnv].
 	Secrets []string
+	// Instance names this server instance in the metadata of every sandbox
+	// it creates ([InstanceTagKey]): the stable name an orchestrator gives
+	// a replica, so that the replica started again under the same name can
+	// destroy what its previous life owned ([Server.SweepPrevious]). Empty:
+	// [New] picks a random one. See [ValidateInstance].
+	Instance string
+	// OwnerLease, when positive, bounds how long an owned sandbox outlives
+	// a server that dies without its close-time destroys (kill -9, a lost
+	// node): the platform is never told a lifetime longer than the lease,
+	// and the server renews it every third of the lease, up to what the
+	// session asked for. Tool results keep reporting the session's end.
+	// Zero: no lease (the platform is told what the session asks). At
+	// least [MinOwnerLease]; see docs/deploy.md for what it costs.
+	OwnerLease time.Duration
+
+	own *ownership // set by New: instance, this life's boot tag, leases
 }
+
+// MinOwnerLease is the shortest [Deps.OwnerLease].
+const MinOwnerLease = 3 * time.Second
 
 // Limits bounds what one call may produce or move. The zero value of each
 // field selects its default.

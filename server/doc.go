@@ -36,6 +36,14 @@
 // with its ID and listed by [Server.Unresolved], and [Server.Shutdown]
 // reports it.
 //
+// Nothing is lost to a server that dies without cleaning up either. Every
+// sandbox carries its owner in platform metadata ([InstanceTagKey],
+// [BootTagKey], [SessionTagKey]) and its ID is logged at create and destroy;
+// a server started again under the same [Deps.Instance] destroys what its
+// previous life owned ([Server.SweepPrevious], [SweepOrphans]); and with
+// [Deps.OwnerLease] the platform is never told a lifetime beyond the lease,
+// which the server renews while the owning session lives (docs/deploy.md).
+//
 // Over HTTP, [HTTPOptions] caps live sessions (in all and per client),
 // bounds request bodies, and cuts off clients that send or read too slowly;
 // [Server.HTTPServer] adds the connection-level bounds.

@@ -118,6 +118,9 @@ func ListSandboxes(deps *Deps) Tool {
 		}
 		items := make([]metadata, 0, len(infos))
 		for _, in := range infos {
+			if o, ok := sess.ownedByID(in.SandboxID); ok {
+				in = deps.own.reported(o.handle, in) // under an owner lease: the end this session asked for
+			}
 			items = append(items, toMetadata("", in))
 		}
 		return struct {
@@ -157,7 +160,7 @@ func GetSandbox(deps *Deps) Tool {
 			if err != nil {
 				return nil, err
 			}
-			return toMetadata(id, *info), nil
+			return toMetadata(id, deps.own.reported(o.handle, *info)), nil // under an owner lease: the end the session asked for
 		}
 		info, err := deps.Platform.GetInfoByID(ctx, id, nil) // GET-6, GET-7
 		if err != nil {
@@ -214,7 +217,7 @@ func CreateSandbox(deps *Deps) Tool {
 				info = *fresh
 			}
 		}
-		return toMetadata(id, info), nil // CREATE-6
+		return toMetadata(id, deps.own.reported(o.handle, info)), nil // CREATE-6
 	})
 }
 
@@ -223,10 +226,14 @@ func CreateSandbox(deps *Deps) Tool {
 // (a cancelled create could leave a sandbox nobody knows); a sandbox whose
 // session closed meanwhile is destroyed at once. Every create carries a
 // fresh [CreateTagKey] metadata value: when the create fails without a
-// definite answer, the sandboxes carrying it are found and destroyed.
+// definite answer, the sandboxes carrying it are found and destroyed. It
+// also carries the owner's instance, boot and session ([InstanceTagKey]),
+// and the new sandbox's ID is logged.
 func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
 	tag := createTagValue()
-	opts.Metadata = map[string]string{CreateTagKey: tag}
+	opts.Metadata = deps.own.createMetadata(sess.seq, tag) // ownership: instance, boot, session
+	requested := opts.Timeout
+	opts.Timeout = deps.own.createTimeout(requested) // at most the owner lease
 	h, err := deps.Platform.Create(context.WithoutCancel(ctx), opts)
 	if err != nil {
 		if ambiguousCreate(err) {
@@ -234,7 +241,8 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 		}
 		return nil, err
 	}
-	renewal := opts.Timeout
+	deps.Logger.Info("owned sandbox created", "session", sess.seq, "sandbox_id", h.ID(), "instance", deps.own.instance)
+	renewal := requested
 	if renewal == 0 {
 		renewal = sandbox.DefaultSandboxTimeout // RENEW-1: 300 s when none
 	}
@@ -250,6 +258,7 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 		}
 		return nil, sessionClosedError()
 	}
+	deps.own.track(sess, h.ID(), o, requested)
 	return o, nil
 }
 
@@ -310,7 +319,7 @@ func SetSandboxTimeout(deps *Deps) Tool {
 		d := time.Duration(n) * time.Second
 		if o, ok := sess.ownedByID(id); ok {
 			// TIMEOUT-3; on failure the previous policy stays (TIMEOUT-4).
-			if err := o.handle.SetTimeout(ctx, d); err != nil {
+			if err := deps.own.setTimeout(ctx, o.handle, d); err != nil { // at most the owner lease
 				return nil, err
 			}
 			// TIMEOUT-5: a completion after close changes nothing.
@@ -355,6 +364,9 @@ func KillSandbox(deps *Deps) Tool {
 			err := o.handle.Kill(ctx)
 			if err == nil || isNotFound(err) {
 				sess.disown(id, o, err != nil)
+			}
+			if err == nil {
+				deps.Logger.Info("owned sandbox destroyed", "session", sess.seq, "sandbox_id", id, "by", "kill_sandbox")
 			}
 			if err != nil {
 				return nil, err

@@ -93,7 +93,7 @@ func renew(ctx context.Context, d *Deps, sess *session, r *reached, toolErr erro
 	if !ok {
 		return
 	}
-	if err := r.owned.handle.SetTimeout(ctx, n); err != nil {
+	if err := d.own.setTimeout(ctx, r.owned.handle, n); err != nil { // at most the owner lease
 		d.Logger.Warn("renewal failed", "session", sess.seq, "category", string(sandbox.CategoryOf(err)))
 	}
 }

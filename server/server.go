@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
 // ProtocolVersions returns the MCP protocol versions the server negotiates,
@@ -58,6 +60,16 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 		opts = &Options{}
 	}
 	d := deps.withDefaults()
+	if d.Instance == "" {
+		d.Instance = "anon-" + randomHex(6)
+	}
+	if err := ValidateInstance(d.Instance); err != nil {
+		return nil, err
+	}
+	if d.OwnerLease != 0 && (d.OwnerLease < MinOwnerLease || d.OwnerLease > sandbox.MaxTimeout) {
+		return nil, fmt.Errorf("server: owner lease %v: want %v to %v, or 0 for none", d.OwnerLease, MinOwnerLease, sandbox.MaxTimeout)
+	}
+	d.own = newOwnership(d.Instance, randomHex(6), d.OwnerLease, d.Logger)
 	name, version, instructions := opts.Name, opts.Version, opts.Instructions
 	if name == "" {
 		name = "sandboxkit"
@@ -81,6 +93,7 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 	s.tools = AllTools(d)
 	for _, t := range s.tools {
 		if s.names[t.Name()] {
+			d.own.close()
 			return nil, fmt.Errorf("server: duplicate tool %q", t.Name())
 		}
 		s.names[t.Name()] = true
@@ -152,6 +165,7 @@ func connectionLost(ctx context.Context) bool {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.deps.Logger.Info("server shutting down") })
 	s.reg.beginShutdown()
+	s.deps.own.close() // no lease renewal once sessions close
 	var closing tracker
 	for ss := range s.mcp.Sessions() {
 		closing.add()

@@ -26,6 +26,7 @@ type conformFlags struct {
 	requireAll  bool
 	callTimeout time.Duration
 	deadline    time.Duration
+	crashBound  time.Duration
 	list        bool
 	cloud       bool
 	stateDir    string
@@ -63,6 +64,12 @@ grace (half of it, at least 2s). Tell the kit that deadline with
 --provider-deadline, and start the server with it: for the reference server,
 "serve --provider-timeout 5s --file-timeout 5s". Without it they are skipped
 for a server in another process (failed with --require-all).
+
+The crash spec (cleanup.crash-restart-sweeps) runs only for a stdio server
+command: the kit starts it with SANDBOXKIT_INSTANCE set, makes it own two
+sandboxes, kills it with SIGKILL, starts it again with the same variable and
+expects both sandboxes destroyed within --crash-bound of the kill, and an
+external sandbox untouched.
 
 Cloud mode (--cloud) runs the kit against the real provider that the
 environment names instead of the fake: E2B_API_KEY is required (the run
@@ -121,6 +128,7 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
 	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
 	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 5s for the in-process reference server, unknown otherwise)")
+	fl.DurationVar(&f.crashBound, "crash-bound", 0, "longest a stdio server command, killed with SIGKILL and started again with the same SANDBOXKIT_INSTANCE, may take to destroy what the dead process owned (spec cleanup.crash-restart-sweeps; default 30s)")
 	fl.BoolVar(&f.list, "list", false, "print the spec catalog (ID, rules, title) and exit")
 	fl.BoolVar(&f.cloud, "cloud", false, "run against the real provider named by the environment (E2B_API_KEY required); creates real sandboxes")
 	fl.StringVar(&f.run.EvidenceDir, "evidence-dir", "", "write the run's evidence bundle to this directory (must not exist or be empty)")
@@ -165,6 +173,7 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.RequireAll = f.requireAll
 	cfg.CallTimeout = f.callTimeout
 	cfg.ProviderDeadline = f.deadline
+	cfg.CrashBound = f.crashBound
 	cfg.Cloud = f.cloud
 	cfg.StateDir = f.stateDir
 	cfg.RunID = f.runID

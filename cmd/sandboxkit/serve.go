@@ -39,7 +39,17 @@ type serveConfig struct {
 	maxPerClient    int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+
+	// Ownership (issue 17): the instance ID sandboxes are tagged with, and
+	// whether a start sweeps what an earlier life of it left.
+	instance     string
+	sweepAtStart bool
+	ownerLease   time.Duration
 }
+
+// serveInstanceEnv names the environment variable that gives the instance
+// ID when --instance is not set.
+const serveInstanceEnv = "SANDBOXKIT_INSTANCE"
 
 // newServeCommand runs the reference MCP server.
 func newServeCommand() *cobra.Command {
@@ -95,6 +105,21 @@ accepted only when a bearer token is set in the environment variable named by
 "Authorization: Bearer <token>". DNS-rebinding protection and cross-origin
 protection are always on, and request bodies are limited.
 
+Ownership and crashes. Every sandbox the server creates carries platform
+metadata naming its owner: sandboxkit_instance (the --instance ID, or
+$SANDBOXKIT_INSTANCE), sandboxkit_boot (this life of the process) and
+sandboxkit_session; each sandbox's ID is logged when it is created and
+destroyed. After kill -9 nothing runs the close-time destroys: give each
+replica a stable instance ID (the name its orchestrator gives it) and the
+replica started again under that ID destroys, before it serves, every
+sandbox tagged with it (--sweep-at-start). For an instance that will not
+come back, run "sandboxkit sweep --orphans --instance ID". Never run two
+live processes with one instance ID. With --owner-lease D the platform is
+never told a lifetime longer than D: the server renews it every D/3 while
+the owning session lives, up to the lifetime the session asked for (which
+get_sandbox keeps reporting), so a dead server's sandboxes end within D even
+if it never comes back. See docs/deploy.md.
+
 HTTP limits. At most --max-sessions sessions are live at once (beyond: 503),
 and at most --max-sessions-per-client from one client IP address (beyond:
 429); both answers carry a JSON-RPC error saying which limit was hit. A client
@@ -109,7 +134,8 @@ Examples:
   sandboxkit serve --fake
   sandboxkit serve --http 127.0.0.1:8080 --session-timeout 10m
   SANDBOXKIT_HTTP_TOKEN=$(openssl rand -hex 32) sandboxkit serve --http 0.0.0.0:8080
-  sandboxkit serve --config providers.json --log-level debug`,
+  sandboxkit serve --config providers.json --log-level debug
+  sandboxkit serve --http 127.0.0.1:8081 --instance replica-0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cfg, os.Getenv, os.Stderr)
@@ -131,6 +157,11 @@ Examples:
 	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", 0, "most live HTTP sessions from one client IP address; beyond, a new session gets 429 (0: no cap but --max-sessions)")
 	f.DurationVar(&cfg.readTimeout, "read-timeout", server.DefaultReadTimeout, "longest an HTTP client may take to send a request's headers, and its body (0: no bound)")
 	f.DurationVar(&cfg.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "longest an HTTP client may take to accept each piece of a response (0: no bound)")
+
+	// Ownership flags (issue 17).
+	f.StringVar(&cfg.instance, "instance", "", "stable ID of this server instance, written into every sandbox's metadata (default $"+serveInstanceEnv+"; unset: a random one)")
+	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left")
+	f.DurationVar(&cfg.ownerLease, "owner-lease", 0, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")
 	return cmd
 }
 
@@ -213,10 +244,15 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		secrets = append(secrets, token)
 	}
 
-	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg)}, &server.Options{Version: serveVersion()})
+	instance := cfg.instance
+	if instance == "" {
+		instance = strings.TrimSpace(getenv(serveInstanceEnv))
+	}
+	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg), Instance: instance, OwnerLease: cfg.ownerLease}, &server.Options{Version: serveVersion()})
 	if err != nil {
 		return err
 	}
+	serveSweepAtStart(ctx, srv, instance != "" && cfg.sweepAtStart, logger)
 	if cfg.httpAddr == "" {
 		logger.Info("serving MCP on stdio")
 		err := srv.RunStdio(ctx)
@@ -230,6 +266,26 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return err
 	}
 	return serveStreamableHTTP(ctx, srv, cfg, token, logger)
+}
+
+// serveSweepAtStart destroys, before the server serves, what an earlier
+// life of its instance left (a kill -9, a lost node): every sandbox tagged
+// with the instance ID. A sweep that cannot finish is logged and the server
+// serves anyway; the sandboxes it names stay to be swept by hand
+// ("sandboxkit sweep --orphans --instance ID").
+func serveSweepAtStart(ctx context.Context, srv *server.Server, sweep bool, logger *slog.Logger) {
+	if !sweep {
+		logger.Info("server instance", "instance", srv.Instance(), "sweep_at_start", false)
+		return
+	}
+	rep, err := srv.SweepPrevious(ctx)
+	if err != nil {
+		logger.Error("start sweep incomplete: sandboxes of this instance's previous life may be left", "instance", srv.Instance(), "error", err.Error())
+	}
+	if rep != nil {
+		logger.Info("start sweep done", "instance", srv.Instance(), "found", len(rep.Found), "destroyed", len(rep.Destroyed),
+			"already_gone", len(rep.AlreadyGone), "failed", len(rep.Failed), "duration", rep.Duration.Round(time.Millisecond))
+	}
 }
 
 // serveRealPlatform builds the platform from the environment and the optional

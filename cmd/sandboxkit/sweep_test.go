@@ -12,6 +12,7 @@ import (
 	"github.com/sandboxkit/sandboxkit/conformance"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // TestSweepCommandAgainstLoopbackFake sweeps the state file of an
@@ -99,5 +100,46 @@ func TestConformCloudChecksTheEvidenceDirFirst(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(state); len(entries) != 0 {
 		t.Errorf("the refused run left state files: %v", entries)
+	}
+}
+
+// TestSweepOrphansCommand: "sweep --orphans" destroys exactly the sandboxes
+// tagged with the instance (from the flag or $SANDBOXKIT_INSTANCE), and a
+// dry run destroys nothing.
+func TestSweepOrphansCommand(t *testing.T) {
+	p := fakeprovider.New(nil)
+	srv := p.Start(t)
+	t.Setenv(sandbox.EnvAPIURL, srv.URL())
+	t.Setenv(sandbox.EnvAPIKey, p.APIKey())
+	t.Setenv(sandbox.EnvDomain, fakeprovider.DomainSuffix)
+	t.Setenv(sandbox.EnvSandboxURL, srv.URL())
+	t.Setenv(serveInstanceEnv, "")
+
+	dead := p.AddSandbox(fakeprovider.SandboxSeed{Metadata: map[string]string{server.InstanceTagKey: "web-1"}})
+	live := p.AddSandbox(fakeprovider.SandboxSeed{Metadata: map[string]string{server.InstanceTagKey: "web-2"}})
+	untagged := p.AddSandbox(fakeprovider.SandboxSeed{})
+
+	if out, err := run(t, "sweep", "--orphans"); err == nil {
+		t.Errorf("sweep --orphans without an instance succeeded:\n%s", out)
+	}
+	out, err := run(t, "sweep", "--orphans", "--instance", "web-1", "--dry-run")
+	if err != nil || !strings.Contains(out, "would destroy "+dead) {
+		t.Fatalf("dry run: %v\n%s", err, out)
+	}
+	if p.LiveCount() != 3 {
+		t.Fatalf("a dry run destroyed something: %d live", p.LiveCount())
+	}
+	t.Setenv(serveInstanceEnv, "web-1")
+	out, err = run(t, "sweep", "--orphans")
+	if err != nil || !strings.Contains(out, "destroyed "+dead) || !strings.Contains(out, "1 destroyed") {
+		t.Fatalf("sweep --orphans: %v\n%s", err, out)
+	}
+	if _, ok := p.Sandbox(dead); ok {
+		t.Error("the dead instance's sandbox survived")
+	}
+	for _, id := range []string{live, untagged} {
+		if _, ok := p.Sandbox(id); !ok {
+			t.Errorf("sandbox %s (not web-1's) was destroyed", id)
+		}
 	}
 }

@@ -1,0 +1,98 @@
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os/exec"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// The crash case: a server process killed with SIGKILL runs no close-time
+// destroy. Started again under the same instance ID (the stable name an
+// orchestrator gives it, in SANDBOXKIT_INSTANCE), it must destroy what its
+// previous life owned within the crash bound, and nothing else. The kit
+// can drive this only for a stdio server command, which it starts, kills
+// and starts again itself; for other targets the spec is skipped.
+
+// InstanceEnv is the environment variable through which the kit gives a
+// server command its instance ID in the crash spec. The reference server
+// reads it ("sandboxkit serve", or --instance).
+const InstanceEnv = "SANDBOXKIT_INSTANCE"
+
+func crashSpecs() []Spec {
+	return []Spec{{
+		ID: "cleanup.crash-restart-sweeps", Family: FamilyCleanup, NeedsFake: true,
+		Rules: []string{"SESSION-4", "SESSION-1"},
+		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
+		Title: "a server command killed with SIGKILL and started again with the same " + InstanceEnv +
+			" destroys, within the crash bound, every sandbox the dead process owned, and no other",
+		Body: specCrashRestartSweeps,
+	}}
+}
+
+func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
+	st, ok := tc.run.target.(*stdioTarget)
+	if !ok {
+		// Not a failure with RequireAll: the kit cannot kill a server it
+		// did not start, nor one that serves every other spec (HTTP).
+		ginkgo.Skip("the crash spec needs a stdio server command (--server-cmd without --server-url): the kit kills it with SIGKILL and starts it again")
+	}
+	bound := tc.Config.crashBound()
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	instance := InstanceEnv + "=kit-crash-" + hex.EncodeToString(b)
+
+	external := lcSeed(tc)
+	first, cmd := crashConnect(ctx, tc, st, instance)
+	lcRun(ctx, tc, first, "")
+	implicit := tc.ExpectSuccess(first.Call(ctx, "get_sandbox", map[string]any{})).String("sandbox_id")
+	explicit := lcCreate(ctx, tc, first, nil)
+	owned := []string{implicit, explicit}
+
+	gomega.Expect(cmd.Process.Kill()).To(gomega.Succeed(), "SIGKILL the server command")
+	killed := time.Now()
+	_, _ = cmd.Process.Wait()
+
+	second, _ := crashConnect(ctx, tc, st, instance)
+	gone := tc.WaitFor(ctx, bound-time.Since(killed), func() bool {
+		for _, id := range owned {
+			if lcLive(tc, id) {
+				return false
+			}
+		}
+		return true
+	})
+	var left []string
+	for _, id := range owned {
+		if lcLive(tc, id) {
+			left = append(left, id)
+		}
+	}
+	gomega.Expect(gone).To(gomega.BeTrue(), "%v after SIGKILL and a restart with the same %s, the dead process's sandboxes %v still run (crash bound %v)",
+		time.Since(killed).Round(time.Millisecond), InstanceEnv, left, bound)
+	ginkgo.AddReportEntry("SIGKILL to last orphan destroyed", time.Since(killed).Round(time.Millisecond).String())
+	lcExpectUntouched(tc, external, "after the restart's sweep")
+	// The new life works: it creates, and its sandbox is its own.
+	fresh := lcCreate(ctx, tc, second, nil)
+	gomega.Expect(lcLive(tc, fresh)).To(gomega.BeTrue())
+}
+
+// crashConnect starts the stdio server command with the instance variable
+// and opens a tracked session on it; it returns the process to kill.
+func crashConnect(ctx context.Context, tc *TestContext, st *stdioTarget, instance string) (*Session, *exec.Cmd) {
+	ginkgo.GinkgoHelper()
+	cmd := st.command()
+	cmd.Env = append(cmd.Env, instance)
+	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}
+	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), fmt.Sprintf("start the server command with %s", instance))
+	s := &Session{tc: tc, conn: &clientConn{cs: cs}}
+	tc.track(s)
+	return s, cmd
+}
