@@ -27,8 +27,11 @@ const (
 	DefaultMaxTimeout = 24 * time.Hour
 	// DefaultMaxLifetime is the default longest life of a sandbox, counted from its start.
 	DefaultMaxLifetime = 24 * time.Hour
-	// DefaultEnvdVersion is the envdVersion reported for templates that set none.
-	DefaultEnvdVersion = "0.4.3"
+	// DefaultEnvdVersion is the envdVersion reported for templates that set
+	// none: the current envd release (e2b-dev/infra packages/envd/pkg/version.go),
+	// so the SDKs enable closeStdin, octet-stream uploads, file metadata and
+	// watch entries, which they gate on this version.
+	DefaultEnvdVersion = "0.6.13"
 	// DefaultCreateTimeout is the lifetime of a sandbox created without "timeout" (E2B: 15 s).
 	DefaultCreateTimeout = 15 * time.Second
 )
