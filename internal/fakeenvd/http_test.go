@@ -733,7 +733,15 @@ func TestHTTPClose(t *testing.T) {
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Fatalf("Close took %v", took)
 	}
+	// The stream is cut, as when the platform kills a sandbox's VM: no end
+	// event, and the client sees a transport error, not a clean end.
 	for st.Receive() {
+		if st.Msg().Event.End != nil {
+			t.Fatalf("end event %+v after Close; want the stream cut", st.Msg().Event.End)
+		}
+	}
+	if err := st.Err(); err == nil || connect.CodeOf(err) == connect.CodeUnavailable {
+		t.Fatalf("stream after Close: %v; want a dropped connection", err)
 	}
 	if len(e.d.Processes()) != 0 {
 		t.Fatal("processes survive Close")

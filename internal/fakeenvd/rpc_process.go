@@ -107,7 +107,7 @@ func (d *Daemon) rpcStart(ctx context.Context, req *connect.Request[envdapi.Star
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return pump(ctx, sub, send, keepaliveInterval(req.Header()))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
 }
 
 func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.ConnectRequest], stream *connect.ServerStream[envdapi.ConnectResponse]) error {
@@ -124,13 +124,29 @@ func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.Co
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return pump(ctx, sub, send, keepaliveInterval(req.Header()))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
+}
+
+// errGone ends a stream whose sandbox was killed or expired.
+var errGone = errors.New("sandbox is gone")
+
+// cutIfGone passes err on, except errGone: then it drops the connection
+// mid-stream, as the platform does when a sandbox's VM goes away (the
+// client sees the body end without a Connect end-of-stream message; the
+// E2B SDK then probes /health and reports the sandbox killed). It panics
+// with http.ErrAbortHandler, which net/http turns into a silent close.
+func (d *Daemon) cutIfGone(err error) error {
+	if errors.Is(err, errGone) {
+		panic(http.ErrAbortHandler)
+	}
+	return err
 }
 
 // pump forwards a subscription's events to a stream until the end event,
 // sending keepalives when nothing else was sent for a whole interval. The
-// process keeps running when the client goes away.
-func pump(ctx context.Context, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration) error {
+// process keeps running when the client goes away. Once gone is closed
+// (the daemon was closed) it sends nothing more and returns errGone.
+func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration) error {
 	var tick <-chan time.Time
 	var ticker *time.Ticker
 	if keepalive > 0 {
@@ -142,11 +158,18 @@ func pump(ctx context.Context, sub *subscription, send func(envdapi.ProcessEvent
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-gone:
+			return errGone
 		case <-tick:
 			if err := send(envdapi.ProcessEvent{Keepalive: &struct{}{}}); err != nil {
 				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending keepalive: %w", err))
 			}
 		case ev, ok := <-sub.ch:
+			select {
+			case <-gone:
+				return errGone
+			default:
+			}
 			if !ok {
 				return connect.NewError(connect.CodeUnavailable, errors.New("process event stream aborted"))
 			}
