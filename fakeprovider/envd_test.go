@@ -1,6 +1,8 @@
 package fakeprovider_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -37,12 +39,12 @@ func TestProvider_EnvdRouting(t *testing.T) {
 		{"header", "POST", "/process.Process/Start", byHeader(running), 200, ""},
 		{"header with port", "GET", "/files", map[string]string{"E2b-Sandbox-Id": running, "E2b-Sandbox-Port": "49983"}, 200, ""},
 		{"path outside the table", "GET", "/envs", byHeader(running), 200, ""},
-		{"unknown sandbox", "GET", "/health", byHeader("inope"), 502, `The sandbox "inope" was not found`},
-		{"unknown sandbox by host", "GET", "/health", byHost("inope"), 502, `The sandbox "inope" was not found`},
-		{"paused", "GET", "/health", byHeader(paused), 502, `The sandbox "` + paused + `" is paused`},
-		{"expired", "GET", "/health", byHost(expiring), 502, `The sandbox "` + expiring + `" was not found`},
-		{"killed", "GET", "/health", byHeader(killed), 502, `The sandbox "` + killed + `" was not found`},
-		{"other port", "GET", "/", map[string]string{"Host": "8080-" + running + "." + domain}, 502, "The sandbox \"" + running + "\" is running but port 8080 is not open"},
+		{"unknown sandbox", "GET", "/health", byHeader("inope"), 502, "The sandbox was not found"},
+		{"unknown sandbox by host", "GET", "/health", byHost("inope"), 502, "The sandbox was not found"},
+		{"paused", "GET", "/health", byHeader(paused), 502, "The sandbox was not found"},
+		{"expired", "GET", "/health", byHost(expiring), 502, "The sandbox was not found"},
+		{"killed", "GET", "/health", byHeader(killed), 502, "The sandbox was not found"},
+		{"other port", "GET", "/", map[string]string{"Host": "8080-" + running + "." + domain}, 502, "The sandbox is running but port is not open"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +55,16 @@ func TestProvider_EnvdRouting(t *testing.T) {
 				}
 				return
 			}
-			wantError(t, f.p, res, tt.status, tt.msg)
+			id := tt.headers["E2b-Sandbox-Id"]
+			if id == "" {
+				id = strings.TrimPrefix(strings.SplitN(tt.headers["Host"], ".", 2)[0], "49983-")
+				id = strings.TrimPrefix(id, "8080-")
+			}
+			port := uint64(0)
+			if tt.name == "other port" {
+				port = 8080
+			}
+			wantEdgeError(t, f.p, res, id, tt.msg, port)
 		})
 	}
 	if got, want := ds.get(running).requests(), []string{
@@ -98,5 +109,32 @@ func TestProvider_EnvdWithoutDaemon(t *testing.T) {
 	if rec, _ := f.p.Sandbox(id); rec.HasDaemon {
 		t.Error("sandbox has a daemon with NoDaemon")
 	}
-	wantError(t, f.p, f.doWith("GET", "https://x/health", nil, map[string]string{"E2b-Sandbox-Id": id}), http.StatusBadGateway, `The sandbox "`+id+`" has no daemon`)
+	wantEdgeError(t, f.p, f.doWith("GET", "https://x/health", nil, map[string]string{"E2b-Sandbox-Id": id}), id, "The sandbox is running but port is not open", 49983)
+}
+
+// wantEdgeError checks the platform edge's 502 body (e2b-dev/infra
+// packages/shared/pkg/proxy/template/sandbox_not_found.go, port_closed.go):
+// {sandboxId, message, code} (+ port), the message carrying an issued canary.
+func wantEdgeError(t *testing.T, p *fakeprovider.Provider, res response, id, prefix string, port uint64) {
+	t.Helper()
+	if res.status != http.StatusBadGateway {
+		t.Fatalf("status = %d, want 502 (body %s)", res.status, res.body)
+	}
+	var e struct {
+		SandboxID string `json:"sandboxId"`
+		Message   string `json:"message"`
+		Port      uint64 `json:"port"`
+		Code      int    `json:"code"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(res.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("edge body %s: %v", res.body, err)
+	}
+	if e.SandboxID != id || e.Code != 502 || e.Port != port || !strings.HasPrefix(e.Message, prefix) {
+		t.Errorf("edge body %+v, want sandboxId %q, code 502, port %d, message %q…", e, id, port, prefix)
+	}
+	if c, ok := p.FindCanary(e.Message); !ok || !strings.HasPrefix(c, "canary-err-") {
+		t.Errorf("message %q carries no issued error canary", e.Message)
+	}
 }

@@ -96,10 +96,10 @@ func (d *Daemon) routes() *http.ServeMux {
 }
 
 // ServeHTTP serves the envd HTTP surface. After Close every request gets
-// 502, as from the platform's edge for a sandbox that is gone.
+// 502 with the body of the platform's edge for a sandbox that is gone.
 func (d *Daemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.closed.Load() {
-		writeJSONError(w, http.StatusBadGateway, fmt.Sprintf("The sandbox %q is not running", d.cfg.SandboxID))
+		writeGone(w, d.cfg.SandboxID)
 		return
 	}
 	if !d.authorized(r) {
