@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
@@ -262,6 +263,24 @@ func (m *MemFS) Chmod(name string, mode fs.FileMode) error {
 	}
 	keep := fs.ModeType | fs.ModeCharDevice
 	n.mode = n.mode&keep | mode&(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid)
+	return nil
+}
+
+// SetMetadata replaces the user metadata of name (following symlinks), as
+// envd rewrites a file's user.e2b.* xattrs on every upload; nil or empty
+// clears it.
+func (m *MemFS) SetMetadata(name string, meta map[string]string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, _, err := m.lookup("setxattr", name, true)
+	if err != nil {
+		return err
+	}
+	if len(meta) == 0 {
+		n.meta = nil
+	} else {
+		n.meta = maps.Clone(meta)
+	}
 	return nil
 }
 
