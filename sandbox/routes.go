@@ -5,7 +5,8 @@ package sandbox
 // Each constant is written as an http.ServeMux pattern ("METHOD /path") and is
 // used, unchanged, as the fake provider's mux pattern, as the operation name in
 // its request journal and fault table, and as the operation named in an
-// [Error]. Nothing outside this table is ever called.
+// [Error]. Nothing outside this table is ever called (and this package calls
+// only some of it: not the watch RPCs nor Process/Update).
 const (
 	// OpListSandboxes lists sandboxes page by page (cursor in X-Next-Token).
 	OpListSandboxes = "GET /v2/sandboxes"
@@ -37,6 +38,14 @@ const (
 	OpFilesystemRemove  = "POST /filesystem.Filesystem/Remove"
 	OpFilesystemMove    = "POST /filesystem.Filesystem/Move"
 
+	// Watch RPCs and PTY resize: served by the fake's daemon for the
+	// official SDKs; this package does not call them.
+	OpFilesystemWatchDir         = "POST /filesystem.Filesystem/WatchDir"
+	OpFilesystemCreateWatcher    = "POST /filesystem.Filesystem/CreateWatcher"
+	OpFilesystemGetWatcherEvents = "POST /filesystem.Filesystem/GetWatcherEvents"
+	OpFilesystemRemoveWatcher    = "POST /filesystem.Filesystem/RemoveWatcher"
+	OpProcessUpdate              = "POST /process.Process/Update"
+
 	OpFilesDownload = "GET /files"
 	OpFilesUpload   = "POST /files"
 	OpEnvdHealth    = "GET /health"
@@ -53,6 +62,8 @@ func EnvdOps() []string {
 		OpProcessStart, OpProcessConnect, OpProcessList, OpProcessSendInput, OpProcessSendSignal, OpProcessCloseStdin,
 		OpFilesystemStat, OpFilesystemListDir, OpFilesystemMakeDir, OpFilesystemRemove, OpFilesystemMove,
 		OpFilesDownload, OpFilesUpload, OpEnvdHealth,
+		OpFilesystemWatchDir, OpFilesystemCreateWatcher, OpFilesystemGetWatcherEvents, OpFilesystemRemoveWatcher,
+		OpProcessUpdate,
 	}
 }
 

@@ -23,15 +23,17 @@ const closeWait = 5 * time.Second
 
 // Daemon is the fake envd of one sandbox. It is an http.Handler.
 type Daemon struct {
-	cfg    Config
-	fs     *MemFS
-	bins   map[string]Builtin
-	procs  *procTable
-	mux    *http.ServeMux
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	closed atomic.Bool
-	once   sync.Once
+	cfg   Config
+	fs    *MemFS
+	bins  map[string]Builtin
+	procs *procTable
+	// watchers are the polled watchers of CreateWatcher.
+	watchers watcherTable
+	mux      *http.ServeMux
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	closed   atomic.Bool
+	once     sync.Once
 	// memLimit is maxInMemory; tests lower it.
 	memLimit int
 }
@@ -87,6 +89,10 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.Handle(sandbox.OpFilesystemMakeDir, connect.NewUnaryHandler(envdapi.FilesystemMakeDirProcedure, d.rpcMakeDir, opts...))
 	mux.Handle(sandbox.OpFilesystemRemove, connect.NewUnaryHandler(envdapi.FilesystemRemoveProcedure, d.rpcRemove, opts...))
 	mux.Handle(sandbox.OpFilesystemMove, connect.NewUnaryHandler(envdapi.FilesystemMoveProcedure, d.rpcMove, opts...))
+	mux.Handle(sandbox.OpFilesystemWatchDir, connect.NewServerStreamHandler(envdapi.FilesystemWatchDirProcedure, d.rpcWatchDir, opts...))
+	mux.Handle(sandbox.OpFilesystemCreateWatcher, connect.NewUnaryHandler(envdapi.FilesystemCreateWatcherProcedure, d.rpcCreateWatcher, opts...))
+	mux.Handle(sandbox.OpFilesystemGetWatcherEvents, connect.NewUnaryHandler(envdapi.FilesystemGetWatcherEventsProcedure, d.rpcGetWatcherEvents, opts...))
+	mux.Handle(sandbox.OpFilesystemRemoveWatcher, connect.NewUnaryHandler(envdapi.FilesystemRemoveWatcherProcedure, d.rpcRemoveWatcher, opts...))
 	mux.HandleFunc(sandbox.OpFilesDownload, d.serveDownload)
 	mux.HandleFunc(sandbox.OpFilesUpload, d.serveUpload)
 	mux.HandleFunc(sandbox.OpEnvdHealth, func(w http.ResponseWriter, _ *http.Request) {
@@ -116,6 +122,7 @@ func (d *Daemon) Close() {
 		d.closed.Store(true)
 		d.cancel(killSignal(syscall.SIGKILL))
 		d.procs.killAll(closeWait)
+		d.watchers.closeAll()
 	})
 }
 

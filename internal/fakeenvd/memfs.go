@@ -71,6 +71,7 @@ type MemFS struct {
 	used  int64
 	uid   int // owner of entries created without an explicit owner
 	gid   int
+	hub   watchHub
 }
 
 // NewMemFS returns an empty tree (only "/", owned by root) that resolves
