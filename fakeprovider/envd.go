@@ -1,6 +1,7 @@
 package fakeprovider
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
+	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -40,6 +42,52 @@ func envdTarget(r *http.Request) (id, port string, ok bool) {
 		return "", "", false
 	}
 	return id, port, true
+}
+
+// envdTarget is [envdTarget], and also finds the sandbox of a signed
+// /files URL that carries neither the sandbox header nor a sandbox host:
+// the SDK builds those on the one shared E2B_SANDBOX_URL (e2b@2.51.0
+// index.mjs:5825 fileUrl, 1384 getSandboxDirectUrl). The signature is a
+// hash over the path, operation, user and the sandbox's access token
+// (index.mjs:1426-1437), so exactly one secured sandbox matches.
+func (p *Provider) envdTarget(r *http.Request) (id, port string, ok bool) {
+	if id, port, ok := envdTarget(r); ok {
+		return id, port, true
+	}
+	if r.URL.Path != envdapi.FilesPath || (r.Method != http.MethodGet && r.Method != http.MethodPost) {
+		return "", "", false
+	}
+	q := r.URL.Query()
+	sig := q.Get("signature")
+	if sig == "" {
+		return "", "", false
+	}
+	op := fakeenvd.SignRead
+	if r.Method == http.MethodPost {
+		op = fakeenvd.SignWrite
+	}
+	var exp *int64
+	if s := q.Get("signature_expiration"); s != "" {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return "", "", false
+		}
+		exp = &v
+	}
+	p.update(func(time.Time) []Daemon {
+		for sid, s := range p.sandboxes {
+			if s.envdAccessToken == "" {
+				continue
+			}
+			want := fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), s.envdAccessToken, exp)
+			if subtle.ConstantTimeCompare([]byte(want), []byte(sig)) == 1 {
+				id, ok = sid, true
+				return nil
+			}
+		}
+		return nil
+	})
+	return id, envdPort(), ok
 }
 
 // newEnvdMux returns a mux used only to name the envd operation a request

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -136,5 +139,38 @@ func wantEdgeError(t *testing.T, p *fakeprovider.Provider, res response, id, pre
 	}
 	if c, ok := p.FindCanary(e.Message); !ok || !strings.HasPrefix(c, "canary-err-") {
 		t.Errorf("message %q carries no issued error canary", e.Message)
+	}
+}
+
+// TestProvider_EnvdSignedURLWithoutSandbox: e2b@2.51.0 puts signed /files
+// URLs on the shared E2B_SANDBOX_URL with no sandbox header or host
+// (index.mjs:5825 fileUrl, 1384 getSandboxDirectUrl); the signature, over
+// path, operation, user and the sandbox's access token (index.mjs:1426-1437),
+// names the sandbox.
+func TestProvider_EnvdSignedURLWithoutSandbox(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.p.AddSandbox(fakeprovider.SandboxSeed{Secure: true})
+	b := f.p.AddSandbox(fakeprovider.SandboxSeed{Secure: true})
+	rb, _ := f.p.Sandbox(b)
+	exp := t0.Unix() + 3600
+	if exp < time.Now().Unix() {
+		exp = time.Now().Unix() + 3600
+	}
+	sig := fakeenvd.FileSignature("/etc/hostname", fakeenvd.SignRead, "", rb.EnvdAccessToken, &exp)
+	q := url.Values{"path": {"/etc/hostname"}, "signature": {sig}, "signature_expiration": {strconv.FormatInt(exp, 10)}}
+	if res := f.doWith("GET", "/files?"+q.Encode(), nil, nil); res.status != 200 || !strings.HasPrefix(string(res.body), fakeenvd.Hostname) {
+		t.Fatalf("signed download: %d %s", res.status, res.body)
+	}
+	if n := len(f.p.Journal().ForSandbox(b)); n != 1 {
+		t.Errorf("%d journal entries for the signing sandbox, want 1", n)
+	}
+	if n := len(f.p.Journal().ForSandbox(a)); n != 0 {
+		t.Errorf("%d journal entries for the other sandbox", n)
+	}
+	// A signature no sandbox made (here: a read signed as a write) reaches
+	// no sandbox: the shared URL's own answer, 404.
+	q.Set("signature", fakeenvd.FileSignature("/etc/hostname", fakeenvd.SignWrite, "", rb.EnvdAccessToken, &exp))
+	if res := f.doWith("GET", "/files?"+q.Encode(), nil, nil); res.status != 404 {
+		t.Errorf("foreign signature: %d %s", res.status, res.body)
 	}
 }

@@ -212,7 +212,7 @@ func (p *Provider) Now() time.Time { return p.clock.Now() }
 // sandbox (host "49983-<id>.<domain>" or header E2b-Sandbox-Id), else a
 // control-plane request.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if id, port, ok := envdTarget(r); ok {
+	if id, port, ok := p.envdTarget(r); ok {
 		p.serveEnvd(w, r, id, port)
 		return
 	}
