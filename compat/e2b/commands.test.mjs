@@ -159,3 +159,36 @@ test('a command on a killed sandbox raises SandboxNotFoundError', async () => {
     return true;
   });
 });
+
+// index.mjs:4268 pty.create starts "/bin/bash -i -l" with pty{size} and
+// TERM/LANG/LC_ALL set; output arrives as pty data to onData (2457, 2511);
+// 4331 sendInput writes to the terminal; 4348 resize -> Process/Update
+// (infra packages/envd/internal/services/process/update.go); the terminal
+// echoes input and ends lines with CRLF (tty onlcr); bash's checkwinsize
+// keeps COLUMNS/LINES current; `exit 5` ends it with exit code 5, so
+// wait() throws CommandExitError (2338).
+test('pty: create, sendInput, resize, exit', async () => {
+  let out = '';
+  const dec = new TextDecoder();
+  const term = await sbx.pty.create({ cols: 80, rows: 24, onData: (d) => { out += dec.decode(d, { stream: true }); }, timeoutMs: 30000 });
+  const until = async (want) => {
+    const t0 = Date.now();
+    while (!out.includes(want)) {
+      if (Date.now() - t0 > 10000) throw new Error(`no ${JSON.stringify(want)} in ${JSON.stringify(out)}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  const enc = new TextEncoder();
+  await sbx.pty.sendInput(term.pid, enc.encode('cd /tmp && echo "$TERM"\r'));
+  await until('xterm-256color\r\n');
+  assert.ok(out.includes('cd /tmp && echo "$TERM"\r\n'), 'the terminal echoes the input');
+  await sbx.pty.resize(term.pid, { cols: 100, rows: 30 });
+  await sbx.pty.sendInput(term.pid, enc.encode('echo $COLUMNS $LINES; pwd\r'));
+  await until('100 30\r\n/tmp\r\n');
+  await sbx.pty.sendInput(term.pid, enc.encode('exit 5\r'));
+  await assert.rejects(withTimeout(term.wait(), 15000, 'pty did not end'), (e) => {
+    assert.ok(e instanceof CommandExitError, `got ${e?.constructor?.name}: ${e?.message}`);
+    assert.equal(e.exitCode, 5);
+    return true;
+  });
+});

@@ -84,6 +84,7 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.Handle(sandbox.OpProcessSendInput, connect.NewUnaryHandler(envdapi.ProcessSendInputProcedure, d.rpcSendInput, opts...))
 	mux.Handle(sandbox.OpProcessSendSignal, connect.NewUnaryHandler(envdapi.ProcessSendSignalProcedure, d.rpcSendSignal, opts...))
 	mux.Handle(sandbox.OpProcessCloseStdin, connect.NewUnaryHandler(envdapi.ProcessCloseStdinProcedure, d.rpcCloseStdin, opts...))
+	mux.Handle(sandbox.OpProcessUpdate, connect.NewUnaryHandler(envdapi.ProcessUpdateProcedure, d.rpcUpdate, opts...))
 	mux.Handle(sandbox.OpFilesystemStat, connect.NewUnaryHandler(envdapi.FilesystemStatProcedure, d.rpcStat, opts...))
 	mux.Handle(sandbox.OpFilesystemListDir, connect.NewUnaryHandler(envdapi.FilesystemListDirProcedure, d.rpcListDir, opts...))
 	mux.Handle(sandbox.OpFilesystemMakeDir, connect.NewUnaryHandler(envdapi.FilesystemMakeDirProcedure, d.rpcMakeDir, opts...))

@@ -81,7 +81,7 @@ func (d *Daemon) startProcess(a account, msg *envdapi.StartRequest, timeout time
 	}
 	p, sub, err := d.procs.start(d.ctx, d.ctx.Done(), startSpec{
 		sh: d.shellFor(a), config: cfg, tag: msg.Tag, dir: dir,
-		env: d.processEnv(a, cfg.Envs), stdin: msg.Stdin == nil || *msg.Stdin, timeout: timeout,
+		env: d.processEnv(a, cfg.Envs), stdin: msg.Stdin == nil || *msg.Stdin, pty: msg.Pty, timeout: timeout,
 	})
 	if err != nil {
 		return nil, nil, connect.NewError(connect.CodeInternal, err)
@@ -199,10 +199,17 @@ func (d *Daemon) rpcSendInput(ctx context.Context, req *connect.Request[envdapi.
 		return nil, err
 	}
 	in := req.Msg.Input
+	// Messages as envd's handler.go WriteStdin / WriteTty.
 	switch {
+	case in.Stdin != nil && p.pty != nil:
+		return nil, connect.NewError(connect.CodeInternal, errors.New("error writing to stdin: stdin not enabled or closed"))
 	case in.Stdin != nil:
 		if err := p.writeStdin(ctx, in.Stdin); err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to stdin: %w", err))
+		}
+	case in.Pty != nil && p.pty != nil:
+		if err := p.writeStdin(ctx, in.Pty); err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to tty: %w", err))
 		}
 	case in.Pty != nil:
 		return nil, connect.NewError(connect.CodeInternal, errors.New("error writing to tty: tty not assigned to process — input should be written to the stdin, not the tty"))
@@ -237,4 +244,20 @@ func (d *Daemon) rpcCloseStdin(_ context.Context, req *connect.Request[envdapi.C
 		return nil, connect.NewError(connect.CodeUnknown, fmt.Errorf("error closing stdin: %w", err))
 	}
 	return connect.NewResponse(&envdapi.CloseStdinResponse{}), nil
+}
+
+// rpcUpdate resizes a process's terminal (infra packages/envd/internal/
+// services/process/update.go).
+func (d *Daemon) rpcUpdate(_ context.Context, req *connect.Request[envdapi.UpdateRequest]) (*connect.Response[envdapi.UpdateResponse], error) {
+	p, err := d.procs.get(req.Msg.Process)
+	if err != nil {
+		return nil, err
+	}
+	if req.Msg.Pty != nil {
+		if p.pty == nil {
+			return nil, connect.NewError(connect.CodeInternal, errors.New("error resizing tty: tty not assigned to process"))
+		}
+		p.pty.resize(req.Msg.Pty.Size)
+	}
+	return connect.NewResponse(&envdapi.UpdateResponse{}), nil
 }
