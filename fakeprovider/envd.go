@@ -49,7 +49,7 @@ func envdTarget(r *http.Request) (id, port string, ok bool) {
 // the SDK builds those on the one shared E2B_SANDBOX_URL (e2b@2.51.0
 // index.mjs:5825 fileUrl, 1384 getSandboxDirectUrl). The signature is a
 // hash over the path, operation, user and the sandbox's access token
-// (index.mjs:1426-1437), so exactly one secured sandbox matches.
+// (index.mjs:1427-1438), so exactly one secured sandbox matches.
 func (p *Provider) envdTarget(r *http.Request) (id, port string, ok bool) {
 	if id, port, ok := envdTarget(r); ok {
 		return id, port, true

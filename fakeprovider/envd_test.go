@@ -145,7 +145,7 @@ func wantEdgeError(t *testing.T, p *fakeprovider.Provider, res response, id, pre
 // TestProvider_EnvdSignedURLWithoutSandbox: e2b@2.51.0 puts signed /files
 // URLs on the shared E2B_SANDBOX_URL with no sandbox header or host
 // (index.mjs:5825 fileUrl, 1384 getSandboxDirectUrl); the signature, over
-// path, operation, user and the sandbox's access token (index.mjs:1426-1437),
+// path, operation, user and the sandbox's access token (index.mjs:1427-1438),
 // names the sandbox.
 func TestProvider_EnvdSignedURLWithoutSandbox(t *testing.T) {
 	f := newFixture(t, nil)

@@ -30,7 +30,7 @@ test('run returns stdout, stderr and exit code 0', async () => {
   assert.equal(r.stderr, 'err\n');
 });
 
-// index.mjs:4561-4566 sends envs and cwd in process{}; envd applies them
+// index.mjs:4560-4569 sends envs and cwd in process{}; envd applies them
 // (infra packages/envd/internal/services/process/handler/handler.go: cmd.Env,
 // cmd.Dir).
 test('run applies envs and cwd', async () => {
@@ -85,7 +85,7 @@ test('a command past timeoutMs raises TimeoutError', async () => {
   assert.ok(Date.now() - t0 < 10000, 'the timeout ended the command early');
 });
 
-// index.mjs:4553 background: true returns the CommandHandle at once;
+// index.mjs:4552 background: true returns the CommandHandle at once;
 // 4436 list() returns the running processes with their pid and cmd/args;
 // 4502 kill() sends SIGKILL and returns true; envd ends a signalled process
 // with exit code -1 and "signal: killed" (infra process/handler/handler.go),
@@ -121,7 +121,7 @@ test('connect to a background command', async () => {
   assert.equal(r.exitCode, 0);
 });
 
-// index.mjs:4568 stdin: true keeps stdin open; 4455 sendStdin writes to it;
+// index.mjs:4570 stdin: true keeps stdin open; 4455 sendStdin writes to it;
 // 4481 closeStdin (envd >= 0.5.2, index.mjs:4427) sends EOF so `cat` exits.
 test('sendStdin and closeStdin', async () => {
   const h = await sbx.commands.run('cat', { background: true, stdin: true });
@@ -133,9 +133,9 @@ test('sendStdin and closeStdin', async () => {
 });
 
 // Killing the sandbox cuts every stream to it: the connection drops
-// (undici "terminated", index.mjs:1458-1474), the SDK probes /health, gets
-// the edge's 502 and raises TimeoutError "The sandbox was killed ..."
-// (index.mjs:1518-1523, 1563).
+// (undici "terminated", index.mjs:1455-1477), the SDK probes /health, gets
+// the edge's 502 (1553) and raises TimeoutError "The sandbox was killed ..."
+// (index.mjs:1514-1516, called from CommandHandle 2527).
 test('killing the sandbox while a command streams raises TimeoutError', async () => {
   const s = await Sandbox.create();
   const h = await s.commands.run('sleep 60', { background: true });
@@ -160,9 +160,10 @@ test('a command on a killed sandbox raises SandboxNotFoundError', async () => {
   });
 });
 
-// index.mjs:4268 pty.create starts "/bin/bash -i -l" with pty{size} and
-// TERM/LANG/LC_ALL set; output arrives as pty data to onData (2457, 2511);
-// 4331 sendInput writes to the terminal; 4348 resize -> Process/Update
+// index.mjs:4268 pty.create starts "/bin/bash -i -l" (4279-4280) with
+// pty{size} and TERM/LANG/LC_ALL set; output arrives as pty data to onData
+// (2457, 2511); 4338 sendInput writes to the terminal; 4363 resize ->
+// Process/Update
 // (infra packages/envd/internal/services/process/update.go); the terminal
 // echoes input and ends lines with CRLF (tty onlcr); bash's checkwinsize
 // keeps COLUMNS/LINES current; `exit 5` ends it with exit code 5, so

@@ -42,7 +42,7 @@ test('a relative path lands in the home directory', async () => {
   assert.equal(info.path, '/home/user/rel.txt');
 });
 
-// index.mjs:1897-1905: format bytes -> Uint8Array, blob -> Blob; 1873-1895
+// index.mjs:1912-1929: format bytes -> Uint8Array, blob -> Blob; 1877-1910
 // stream -> a ReadableStream of the body.
 test('write bytes and an ArrayBuffer blob; read in every format', async () => {
   const bytes = new Uint8Array([0, 1, 2, 250, 255, 10]);
@@ -62,14 +62,14 @@ test('write bytes and an ArrayBuffer blob; read in every format', async () => {
   assert.equal(await sbx.files.read('/tmp/blob.dat'), 'blob-text');
 });
 
-// index.mjs:1903-1905: an empty file (content-length 0) reads as "".
+// index.mjs:1924-1927: an empty file (content-length 0) reads as "".
 test('an empty file reads as empty text and bytes', async () => {
   await sbx.files.write('/tmp/empty.txt', '');
   assert.equal(await sbx.files.read('/tmp/empty.txt'), '');
   assert.equal((await sbx.files.read('/tmp/empty.txt', { format: 'bytes' })).length, 0);
 });
 
-// index.mjs:1985-1999: an array of {path, data} goes as one multipart
+// index.mjs:1985-1998: an array of {path, data} goes as one multipart
 // request with one part per file, and write returns one entry per file.
 test('write several files at once', async () => {
   const res = await sbx.files.write([
@@ -96,7 +96,7 @@ test('octet-stream, gzip and stream uploads', async () => {
   assert.equal(await sbx.files.read('/tmp/streamed.txt'), 'streamed data');
 });
 
-// index.mjs:1870-1871: read with gzip: true asks for Accept-Encoding gzip;
+// index.mjs:1876: read with gzip: true asks for Accept-Encoding gzip;
 // the content arrives decoded.
 test('read with gzip', async () => {
   await sbx.files.write('/tmp/z.txt', 'zzz '.repeat(1000));
@@ -104,7 +104,7 @@ test('read with gzip', async () => {
 });
 
 // index.mjs:1954 metadata (envd >= 0.6.2) goes as X-Metadata-* headers
-// (1821-1836); envd lowercases keys, stores them with the file and returns
+// (1821, 1831-1836); envd lowercases keys, stores them with the file and returns
 // them in the upload answer and every entry (infra packages/envd/internal/
 // api/upload.go, services/filesystem/utils.go entryInfo).
 test('file metadata round-trips through write, getInfo and list', async () => {
@@ -121,7 +121,7 @@ test('file metadata round-trips through write, getInfo and list', async () => {
   assert.equal((await sbx.files.getInfo('/tmp/meta.txt')).metadata, undefined);
 });
 
-// index.mjs:1825-1830: the SDK itself rejects metadata values that are not
+// index.mjs:1824-1830: the SDK itself rejects metadata values that are not
 // printable ASCII with InvalidArgumentError.
 test('invalid metadata is refused by the SDK', async () => {
   await assert.rejects(sbx.files.write('/tmp/bad.txt', 'x', { metadata: { k: 'caf\u00e9' } }), InvalidArgumentError);
@@ -184,7 +184,7 @@ test('rename and remove', async () => {
 // index.mjs:1780-1781: HTTP 404 and RPC not_found map to FileNotFoundError
 // (a NotFoundError); envd answers 404 for a missing file (infra api/
 // download.go) and not_found for Stat/ListDir/Move of a missing path; a
-// directory read is 400 -> InvalidArgumentError (index.mjs:1539).
+// directory read is 400 -> InvalidArgumentError (index.mjs:1536).
 test('missing paths raise FileNotFoundError', async () => {
   await assert.rejects(sbx.files.read('/tmp/missing.txt'), FileNotFoundError);
   await assert.rejects(sbx.files.getInfo('/tmp/missing.txt'), FileNotFoundError);
@@ -195,7 +195,7 @@ test('missing paths raise FileNotFoundError', async () => {
 
 // index.mjs:2177 watchDir -> WatchDir stream: the start event first
 // (handleWatchDirStartEvent 1614), then onEvent({name, type, entry}) for
-// each filesystem event (WatchHandle 1730-1740); includeEntry (envd
+// each filesystem event (WatchHandle 1743-1749); includeEntry (envd
 // >= 0.6.3) adds the entry for create/write/chmod (infra services/
 // filesystem/utils.go opCarriesEntry). Names are relative to the directory.
 test('watchDir reports changes, recursively and with entries', async () => {
@@ -233,8 +233,8 @@ test('watchDir on a missing directory raises FileNotFoundError', async () => {
   await assert.rejects(sbx.files.watchDir('/tmp/no-such-dir', () => {}), FileNotFoundError);
 });
 
-// Signed URLs: index.mjs:5737-5794 uploadUrl/downloadUrl sign
-// "path:operation:user:token[:expiration]" (1426-1437) for a secured
+// Signed URLs: index.mjs:5734-5790 uploadUrl/downloadUrl sign
+// "path:operation:user:token[:expiration]" (1427-1438) for a secured
 // sandbox; a plain client fetches them with no other credential.
 // With E2B_SANDBOX_URL the URL is on that shared address (index.mjs:1384,
 // 5825), with no sandbox header.
@@ -262,7 +262,7 @@ test('signed download and upload URLs work with plain fetch on the shared URL', 
 });
 
 // The same signed URL in the platform's form, https://49983-<id>.<domain>
-// (index.mjs:1388-1391 getHost; 1383-1386 without E2B_SANDBOX_URL), sent to
+// (index.mjs:1388-1391 getHost; 1383-1387 without E2B_SANDBOX_URL), sent to
 // the fake's loopback address as a TLS-terminating edge would forward it.
 test('signed download URL by sandbox host name', async () => {
   const saved = process.env.E2B_SANDBOX_URL;

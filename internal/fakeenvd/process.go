@@ -232,7 +232,7 @@ func (t *procTable) run(p *process, spec startSpec) {
 		fmt.Fprintf(stderr, "bash: %v\n", err)
 		code = 126
 	} else if p.pty != nil {
-		// The SDK's Pty.create starts "/bin/bash -i -l" (index.mjs:4282):
+		// The SDK's Pty.create starts "/bin/bash -i -l" (index.mjs:4279-4280):
 		// every terminal runs the interactive shell.
 		term := streamWriter{p.out, kindPty}
 		inv := spec.sh.rootInvocation(spec.dir, spec.env, nil, term, term)
