@@ -3,6 +3,7 @@ package fakeenvd
 import (
 	"path"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 )
@@ -30,6 +31,7 @@ type fsWatch struct {
 type watchHub struct {
 	mu      sync.Mutex
 	watches map[*fsWatch]struct{}
+	n       atomic.Int32 // len(watches), read without the lock
 }
 
 // Watch starts receiving changes; cancel stops it.
@@ -41,10 +43,12 @@ func (m *MemFS) Watch() (w *fsWatch, cancel func()) {
 		h.watches = map[*fsWatch]struct{}{}
 	}
 	h.watches[w] = struct{}{}
+	h.n.Store(int32(len(h.watches)))
 	h.mu.Unlock()
 	return w, func() {
 		h.mu.Lock()
 		delete(h.watches, w)
+		h.n.Store(int32(len(h.watches)))
 		h.mu.Unlock()
 	}
 }
@@ -53,6 +57,9 @@ func (m *MemFS) Watch() (w *fsWatch, cancel func()) {
 // blocking.
 func (m *MemFS) emit(p string, op envdapi.EventType) {
 	h := &m.hub
+	if h.n.Load() == 0 {
+		return // the common case: nobody watches
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for w := range h.watches {
@@ -61,6 +68,7 @@ func (m *MemFS) emit(p string, op envdapi.EventType) {
 		default:
 			close(w.overflow)
 			delete(h.watches, w)
+			h.n.Store(int32(len(h.watches)))
 		}
 	}
 }

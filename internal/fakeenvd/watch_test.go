@@ -3,6 +3,7 @@ package fakeenvd
 import (
 	"context"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,5 +144,25 @@ func TestWatchers(t *testing.T) {
 	}
 	if _, err := get(); connect.CodeOf(err) != connect.CodeNotFound || !strings.Contains(err.Error(), "watcher with id "+cw.WatcherID+" not found") {
 		t.Fatalf("after remove: %v", err)
+	}
+}
+
+// TestWatcherOverflow: a watch that falls more than watchQueue events
+// behind fails with fsnotify's overflow error, as envd's does when the
+// inotify queue overflows.
+func TestWatcherOverflow(t *testing.T) {
+	e := newEnv(t, Config{})
+	cw, err := call[envdapi.CreateWatcherRequest, envdapi.CreateWatcherResponse](t, e, envdapi.FilesystemCreateWatcherProcedure, &envdapi.CreateWatcherRequest{Path: "/tmp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= watchQueue; i++ {
+		if err := e.d.FS().Mkdir("/tmp/d"+strconv.Itoa(i), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = call[envdapi.GetWatcherEventsRequest, envdapi.GetWatcherEventsResponse](t, e, envdapi.FilesystemGetWatcherEventsProcedure, &envdapi.GetWatcherEventsRequest{WatcherID: cw.WatcherID}, nil)
+	if connect.CodeOf(err) != connect.CodeInternal || !strings.Contains(err.Error(), "watcher error: fsnotify: queue or buffer overflow") {
+		t.Fatalf("after overflow: %v", err)
 	}
 }
