@@ -8,8 +8,9 @@
 // /v2/sandboxes/{id}/connect, as e2b@2.51.0 for JS calls them; v1: POST
 // /sandboxes and POST /sandboxes/{id}/connect, as the Python SDK 2.45
 // does), get, kill, set-timeout, pause and metrics. It forwards requests
-// addressed to a sandbox (host "49983-<id>.<domain>" or header
-// E2b-Sandbox-Id) to that sandbox's [Daemon]. One Provider is one account:
+// addressed to a sandbox (host "49983-<id>.<domain>", header
+// E2b-Sandbox-Id, or a /files URL signed with the sandbox's access token) to
+// that sandbox's [Daemon]. One Provider is one account:
 // create one per test, there is no global state.
 //
 // The two families differ as the platform's schemas do. A v2 create
@@ -113,9 +114,6 @@
 //   - Messages of pause's 409 and of the 501s, and the validator details of
 //     the fields kept as they came, are modelled on E2B's, not copied from
 //     a running platform.
-//   - Edge-proxy answers for envd requests (unknown, expired, killed or
-//     paused sandbox, closed port, no daemon) are 502 with the fake's own
-//     messages in E2B's {code, message} shape. Only port 49983 is routed.
 //   - The fake does not check envd access tokens: it hands the token to the
 //     daemon ([DaemonConfig.AccessToken]), which enforces it.
 //   - The v2 create and connect routes are known only from e2b@2.51.0's
@@ -123,4 +121,42 @@
 //     snapshot of the platform's own spec has them yet.
 //   - A Malformed or Oversize fault on a route whose success is 204 answers
 //     200, since a 204 cannot carry a body.
+//
+// # Where the fake knowingly differs: data plane (envd and its edge)
+//
+// The daemon reports envd 0.6.13 (the current release), so the SDKs take
+// today's code paths (closeStdin, octet-stream uploads, file metadata,
+// watch entries). What still differs, and why it stays:
+//
+//   - Edge answers follow the platform's proxy (502 {sandboxId, message,
+//     code}, plus port for a closed port), but the message carries the
+//     error canary suffix like every other message of the fake. A paused
+//     sandbox gets "The sandbox was not found" (the fake never auto-resumes
+//     on traffic); a sandbox without a daemon gets "port is not open"; a
+//     browser User-Agent gets JSON, not the platform's HTML page. Only port
+//     49983 is routed.
+//   - A killed or expired sandbox drops its open streams (process Start and
+//     Connect, WatchDir) by closing the HTTP/1.1 connection; the platform
+//     resets an HTTP/2 stream. Both read as a cut body ("terminated" in
+//     Node), and the SDK then probes /health (502) as it does on E2B.
+//   - On the shared URL (E2B_SANDBOX_URL, no sandbox header or host), only
+//     signed /files requests can be routed, by finding the sandbox whose
+//     access token yields the signature; an unsigned one (a sandbox created
+//     without secure) cannot name its sandbox and gets the control plane's
+//     404.
+//   - Watch events come from the in-memory tree, modelled on inotify
+//     (create, write per write call, remove, rename-from + create-to, chmod
+//     for chmod/chown/utimes/metadata); the kernel may coalesce repeated
+//     events, the fake never does. A watch holds 4096 pending events, then
+//     ends with fsnotify's overflow error. Removing the watched directory
+//     itself sends nothing; allowNetworkMounts is accepted and ignored (the
+//     tree has no network mounts).
+//   - File metadata lives on the in-memory node (kept by rename, replaced
+//     by each upload). A symlink's entry shows the link's metadata (none),
+//     where envd reads the target's xattrs.
+//   - A PTY is the fake's interactive shell on a small line discipline
+//     (echo, backspace, ^C, ^D, CRLF output, prompt "user@e2b:<dir>$ "):
+//     no raw mode, escape sequences or job control, and commands run from
+//     it read an empty stdin. Resize only updates COLUMNS and LINES.
+//   - Process/StreamInput (not called by the SDKs) is not served.
 package fakeprovider

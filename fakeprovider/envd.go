@@ -1,6 +1,7 @@
 package fakeprovider
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
+	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -42,6 +44,52 @@ func envdTarget(r *http.Request) (id, port string, ok bool) {
 	return id, port, true
 }
 
+// envdTarget is [envdTarget], and also finds the sandbox of a signed
+// /files URL that carries neither the sandbox header nor a sandbox host:
+// the SDK builds those on the one shared E2B_SANDBOX_URL (e2b@2.51.0
+// index.mjs:5825 fileUrl, 1384 getSandboxDirectUrl). The signature is a
+// hash over the path, operation, user and the sandbox's access token
+// (index.mjs:1427-1438), so exactly one secured sandbox matches.
+func (p *Provider) envdTarget(r *http.Request) (id, port string, ok bool) {
+	if id, port, ok := envdTarget(r); ok {
+		return id, port, true
+	}
+	if r.URL.Path != envdapi.FilesPath || (r.Method != http.MethodGet && r.Method != http.MethodPost) {
+		return "", "", false
+	}
+	q := r.URL.Query()
+	sig := q.Get("signature")
+	if sig == "" {
+		return "", "", false
+	}
+	op := fakeenvd.SignRead
+	if r.Method == http.MethodPost {
+		op = fakeenvd.SignWrite
+	}
+	var exp *int64
+	if s := q.Get("signature_expiration"); s != "" {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+		if err != nil {
+			return "", "", false
+		}
+		exp = &v
+	}
+	p.update(func(time.Time) []Daemon {
+		for sid, s := range p.sandboxes {
+			if s.envdAccessToken == "" {
+				continue
+			}
+			want := fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), s.envdAccessToken, exp)
+			if subtle.ConstantTimeCompare([]byte(want), []byte(sig)) == 1 {
+				id, ok = sid, true
+				return nil
+			}
+		}
+		return nil
+	})
+	return id, envdPort(), ok
+}
+
 // newEnvdMux returns a mux used only to name the envd operation a request
 // matches (its handlers never run).
 func (p *Provider) newEnvdMux() *http.ServeMux {
@@ -63,10 +111,36 @@ func (p *Provider) envdOp(r *http.Request) string {
 	return pattern
 }
 
-// serveEnvd forwards an envd request to its sandbox's daemon, answering 502
-// in E2B's error shape, as the platform's edge proxy does, when the sandbox
-// is unknown, expired, killed or paused, when the port is not the daemon's,
-// or when the sandbox has no daemon.
+// edgeError is the platform edge's JSON answer for a request it cannot
+// route to a sandbox's port (e2b-dev/infra packages/shared/pkg/proxy/
+// template: sandbox_not_found.go, port_closed.go). The SDKs read only the
+// status (502: the sandbox is not running) and message.
+type edgeError struct {
+	SandboxID string `json:"sandboxId"`
+	Message   string `json:"message"`
+	Port      uint64 `json:"port,omitempty"`
+	Code      int    `json:"code"`
+}
+
+// Messages of the platform's edge.
+const (
+	msgEdgeSandboxNotFound = "The sandbox was not found"
+	msgEdgePortClosed      = "The sandbox is running but port is not open"
+)
+
+// writeEdgeError writes the edge's 502 body. The message carries the same
+// canary and URL suffix as every other error of the fake (see writeError).
+func (p *Provider) writeEdgeError(w http.ResponseWriter, r *http.Request, id, msg string, port uint64) {
+	c := p.canaries.issue(canaryError)
+	msg = fmt.Sprintf("%s (request https://api.%s.%s%s ref %s)", msg, c, DomainSuffix, r.URL.Path, c)
+	p.writeJSON(w, http.StatusBadGateway, edgeError{SandboxID: id, Message: msg, Port: port, Code: http.StatusBadGateway})
+}
+
+// serveEnvd forwards an envd request to its sandbox's daemon. When the
+// sandbox is unknown, expired, killed or paused it answers 502 "The sandbox
+// was not found" with the sandboxId, as the platform's edge proxy does (a
+// paused sandbox is not in the edge's routing catalog); when the port is not
+// the daemon's, or the sandbox has no daemon, 502 "port is not open".
 func (p *Provider) serveEnvd(w http.ResponseWriter, r *http.Request, rawID, port string) {
 	id := rawID
 	if short, err := shortID(rawID); err == nil {
@@ -76,25 +150,26 @@ func (p *Provider) serveEnvd(w http.ResponseWriter, r *http.Request, rawID, port
 		var (
 			daemon Daemon
 			msg    string
+			open   bool // the sandbox runs; only the port is wrong
 		)
 		p.update(func(time.Time) []Daemon {
 			s := p.sandboxes[id]
 			switch {
-			case s == nil || s.state == StateKilling:
-				msg = fmt.Sprintf("The sandbox %q was not found", id)
-			case s.state.wire() == string(StatePaused):
-				msg = fmt.Sprintf("The sandbox %q is paused", id)
-			case port != envdPort():
-				msg = fmt.Sprintf("The sandbox %q is running but port %s is not open", id, port)
-			case s.daemon == nil:
-				msg = fmt.Sprintf("The sandbox %q has no daemon", id)
+			case s == nil || s.state == StateKilling || s.state.wire() == string(StatePaused):
+				msg = msgEdgeSandboxNotFound
+			case port != envdPort() || s.daemon == nil:
+				msg, open = msgEdgePortClosed, true
 			default:
 				daemon = s.daemon
 			}
 			return nil
 		})
 		if daemon == nil {
-			p.writeError(w, r, http.StatusBadGateway, msg)
+			var n uint64
+			if open {
+				n, _ = strconv.ParseUint(port, 10, 64)
+			}
+			p.writeEdgeError(w, r, id, msg, n)
 			return
 		}
 		daemon.ServeHTTP(w, r)

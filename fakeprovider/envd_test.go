@@ -1,13 +1,18 @@
 package fakeprovider_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -37,12 +42,12 @@ func TestProvider_EnvdRouting(t *testing.T) {
 		{"header", "POST", "/process.Process/Start", byHeader(running), 200, ""},
 		{"header with port", "GET", "/files", map[string]string{"E2b-Sandbox-Id": running, "E2b-Sandbox-Port": "49983"}, 200, ""},
 		{"path outside the table", "GET", "/envs", byHeader(running), 200, ""},
-		{"unknown sandbox", "GET", "/health", byHeader("inope"), 502, `The sandbox "inope" was not found`},
-		{"unknown sandbox by host", "GET", "/health", byHost("inope"), 502, `The sandbox "inope" was not found`},
-		{"paused", "GET", "/health", byHeader(paused), 502, `The sandbox "` + paused + `" is paused`},
-		{"expired", "GET", "/health", byHost(expiring), 502, `The sandbox "` + expiring + `" was not found`},
-		{"killed", "GET", "/health", byHeader(killed), 502, `The sandbox "` + killed + `" was not found`},
-		{"other port", "GET", "/", map[string]string{"Host": "8080-" + running + "." + domain}, 502, "The sandbox \"" + running + "\" is running but port 8080 is not open"},
+		{"unknown sandbox", "GET", "/health", byHeader("inope"), 502, "The sandbox was not found"},
+		{"unknown sandbox by host", "GET", "/health", byHost("inope"), 502, "The sandbox was not found"},
+		{"paused", "GET", "/health", byHeader(paused), 502, "The sandbox was not found"},
+		{"expired", "GET", "/health", byHost(expiring), 502, "The sandbox was not found"},
+		{"killed", "GET", "/health", byHeader(killed), 502, "The sandbox was not found"},
+		{"other port", "GET", "/", map[string]string{"Host": "8080-" + running + "." + domain}, 502, "The sandbox is running but port is not open"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -53,7 +58,16 @@ func TestProvider_EnvdRouting(t *testing.T) {
 				}
 				return
 			}
-			wantError(t, f.p, res, tt.status, tt.msg)
+			id := tt.headers["E2b-Sandbox-Id"]
+			if id == "" {
+				id = strings.TrimPrefix(strings.SplitN(tt.headers["Host"], ".", 2)[0], "49983-")
+				id = strings.TrimPrefix(id, "8080-")
+			}
+			port := uint64(0)
+			if tt.name == "other port" {
+				port = 8080
+			}
+			wantEdgeError(t, f.p, res, id, tt.msg, port)
 		})
 	}
 	if got, want := ds.get(running).requests(), []string{
@@ -98,5 +112,65 @@ func TestProvider_EnvdWithoutDaemon(t *testing.T) {
 	if rec, _ := f.p.Sandbox(id); rec.HasDaemon {
 		t.Error("sandbox has a daemon with NoDaemon")
 	}
-	wantError(t, f.p, f.doWith("GET", "https://x/health", nil, map[string]string{"E2b-Sandbox-Id": id}), http.StatusBadGateway, `The sandbox "`+id+`" has no daemon`)
+	wantEdgeError(t, f.p, f.doWith("GET", "https://x/health", nil, map[string]string{"E2b-Sandbox-Id": id}), id, "The sandbox is running but port is not open", 49983)
+}
+
+// wantEdgeError checks the platform edge's 502 body (e2b-dev/infra
+// packages/shared/pkg/proxy/template/sandbox_not_found.go, port_closed.go):
+// {sandboxId, message, code} (+ port), the message carrying an issued canary.
+func wantEdgeError(t *testing.T, p *fakeprovider.Provider, res response, id, prefix string, port uint64) {
+	t.Helper()
+	if res.status != http.StatusBadGateway {
+		t.Fatalf("status = %d, want 502 (body %s)", res.status, res.body)
+	}
+	var e struct {
+		SandboxID string `json:"sandboxId"`
+		Message   string `json:"message"`
+		Port      uint64 `json:"port"`
+		Code      int    `json:"code"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(res.body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&e); err != nil {
+		t.Fatalf("edge body %s: %v", res.body, err)
+	}
+	if e.SandboxID != id || e.Code != 502 || e.Port != port || !strings.HasPrefix(e.Message, prefix) {
+		t.Errorf("edge body %+v, want sandboxId %q, code 502, port %d, message %q…", e, id, port, prefix)
+	}
+	if c, ok := p.FindCanary(e.Message); !ok || !strings.HasPrefix(c, "canary-err-") {
+		t.Errorf("message %q carries no issued error canary", e.Message)
+	}
+}
+
+// TestProvider_EnvdSignedURLWithoutSandbox: e2b@2.51.0 puts signed /files
+// URLs on the shared E2B_SANDBOX_URL with no sandbox header or host
+// (index.mjs:5825 fileUrl, 1384 getSandboxDirectUrl); the signature, over
+// path, operation, user and the sandbox's access token (index.mjs:1427-1438),
+// names the sandbox.
+func TestProvider_EnvdSignedURLWithoutSandbox(t *testing.T) {
+	f := newFixture(t, nil)
+	a := f.p.AddSandbox(fakeprovider.SandboxSeed{Secure: true})
+	b := f.p.AddSandbox(fakeprovider.SandboxSeed{Secure: true})
+	rb, _ := f.p.Sandbox(b)
+	exp := t0.Unix() + 3600
+	if exp < time.Now().Unix() {
+		exp = time.Now().Unix() + 3600
+	}
+	sig := fakeenvd.FileSignature("/etc/hostname", fakeenvd.SignRead, "", rb.EnvdAccessToken, &exp)
+	q := url.Values{"path": {"/etc/hostname"}, "signature": {sig}, "signature_expiration": {strconv.FormatInt(exp, 10)}}
+	if res := f.doWith("GET", "/files?"+q.Encode(), nil, nil); res.status != 200 || !strings.HasPrefix(string(res.body), fakeenvd.Hostname) {
+		t.Fatalf("signed download: %d %s", res.status, res.body)
+	}
+	if n := len(f.p.Journal().ForSandbox(b)); n != 1 {
+		t.Errorf("%d journal entries for the signing sandbox, want 1", n)
+	}
+	if n := len(f.p.Journal().ForSandbox(a)); n != 0 {
+		t.Errorf("%d journal entries for the other sandbox", n)
+	}
+	// A signature no sandbox made (here: a read signed as a write) reaches
+	// no sandbox: the shared URL's own answer, 404.
+	q.Set("signature", fakeenvd.FileSignature("/etc/hostname", fakeenvd.SignWrite, "", rb.EnvdAccessToken, &exp))
+	if res := f.doWith("GET", "/files?"+q.Encode(), nil, nil); res.status != 404 {
+		t.Errorf("foreign signature: %d %s", res.status, res.body)
+	}
 }

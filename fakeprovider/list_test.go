@@ -92,7 +92,7 @@ func TestProvider_ListFilters(t *testing.T) {
 		want := map[string]any{
 			"templateID": "rki5dems9wqfm4r03t7g", "alias": "base", "sandboxID": "s4",
 			"startedAt": "2026-03-01T11:58:00Z", "endAt": "2026-03-01T12:05:00Z",
-			"cpuCount": 2.0, "memoryMB": 512.0, "diskSizeMB": 512.0, "state": "running", "envdVersion": "0.4.3",
+			"cpuCount": 2.0, "memoryMB": 512.0, "diskSizeMB": 512.0, "state": "running", "envdVersion": "0.6.13",
 		}
 		for k, v := range want {
 			if l[k] != v {

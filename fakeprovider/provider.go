@@ -29,8 +29,11 @@ const (
 	DefaultMaxTimeout = 24 * time.Hour
 	// DefaultMaxLifetime is the default longest life of a sandbox, counted from its start.
 	DefaultMaxLifetime = 24 * time.Hour
-	// DefaultEnvdVersion is the envdVersion reported for templates that set none.
-	DefaultEnvdVersion = "0.4.3"
+	// DefaultEnvdVersion is the envdVersion reported for templates that set
+	// none: the current envd release (e2b-dev/infra packages/envd/pkg/version.go),
+	// so the SDKs enable closeStdin, octet-stream uploads, file metadata and
+	// watch entries, which they gate on this version.
+	DefaultEnvdVersion = "0.6.13"
 	// DefaultCreateTimeout is the lifetime of a sandbox created on the v1
 	// route (POST /sandboxes) without "timeout" (E2B's NewSandbox: 15 s).
 	DefaultCreateTimeout = 15 * time.Second
@@ -259,7 +262,7 @@ func (p *Provider) Now() time.Time { return p.clock.Now() }
 // sandbox (host "49983-<id>.<domain>" or header E2b-Sandbox-Id), else a
 // control-plane request.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if id, port, ok := envdTarget(r); ok {
+	if id, port, ok := p.envdTarget(r); ok {
 		p.serveEnvd(w, r, id, port)
 		return
 	}

@@ -106,7 +106,7 @@ func TestProvider_Create(t *testing.T) {
 		if !regexp.MustCompile(`^i[a-z0-9]{20}$`).MatchString(id) {
 			t.Errorf("sandboxID %q is not i + 20 [a-z0-9]", id)
 		}
-		for k, want := range map[string]any{"templateID": "rki5dems9wqfm4r03t7g", "alias": "base", "envdVersion": "0.4.3"} {
+		for k, want := range map[string]any{"templateID": "rki5dems9wqfm4r03t7g", "alias": "base", "envdVersion": "0.6.13"} {
 			if sb[k] != want {
 				t.Errorf("%s = %v, want %v", k, sb[k], want)
 			}
@@ -166,7 +166,7 @@ func TestProvider_TemplatesAndResources(t *testing.T) {
 			template, wantID, wantAlias, wantEnvd string
 			cpu, mem, disk                        float64
 		}{
-			{"small", "small", "", "0.4.3", 1, 256, 1024},
+			{"small", "small", "", "0.6.13", 1, 256, 1024},
 			{"big", "bigtmpl01", "big", "0.5.7", 8, 8192, 20480},
 			{"bigtmpl01", "bigtmpl01", "big", "0.5.7", 8, 8192, 20480},
 		} {

@@ -8,7 +8,8 @@ package sandbox
 // [Error]. Create and connect have a second route, the v2 family the current
 // JS SDK calls (Route* constants below): a request on either route is the same
 // operation, journalled and fault-matched under the Op name. Nothing outside
-// this table is ever called.
+// this table is ever called (and this package calls only some of it: not the
+// watch RPCs nor Process/Update).
 const (
 	// OpListSandboxes lists sandboxes page by page (cursor in X-Next-Token).
 	OpListSandboxes = "GET /v2/sandboxes"
@@ -61,6 +62,14 @@ const (
 	OpFilesystemRemove  = "POST /filesystem.Filesystem/Remove"
 	OpFilesystemMove    = "POST /filesystem.Filesystem/Move"
 
+	// Watch RPCs and PTY resize: served by the fake's daemon for the
+	// official SDKs; this package does not call them.
+	OpFilesystemWatchDir         = "POST /filesystem.Filesystem/WatchDir"
+	OpFilesystemCreateWatcher    = "POST /filesystem.Filesystem/CreateWatcher"
+	OpFilesystemGetWatcherEvents = "POST /filesystem.Filesystem/GetWatcherEvents"
+	OpFilesystemRemoveWatcher    = "POST /filesystem.Filesystem/RemoveWatcher"
+	OpProcessUpdate              = "POST /process.Process/Update"
+
 	OpFilesDownload = "GET /files"
 	OpFilesUpload   = "POST /files"
 	OpEnvdHealth    = "GET /health"
@@ -78,6 +87,8 @@ func EnvdOps() []string {
 		OpProcessStart, OpProcessConnect, OpProcessList, OpProcessSendInput, OpProcessSendSignal, OpProcessCloseStdin,
 		OpFilesystemStat, OpFilesystemListDir, OpFilesystemMakeDir, OpFilesystemRemove, OpFilesystemMove,
 		OpFilesDownload, OpFilesUpload, OpEnvdHealth,
+		OpFilesystemWatchDir, OpFilesystemCreateWatcher, OpFilesystemGetWatcherEvents, OpFilesystemRemoveWatcher,
+		OpProcessUpdate,
 	}
 }
 

@@ -23,9 +23,14 @@ type HTTPError struct {
 	Message string `json:"message"`
 }
 
+// MetadataHeaderPrefix starts the request headers that attach user metadata
+// to an uploaded file: "X-Metadata-<key>: <value>" (keys are lowercased).
+const MetadataHeaderPrefix = "X-Metadata-"
+
 // UploadedEntry is one element of the JSON array POST /files answers with.
 type UploadedEntry struct {
-	Path string `json:"path"`
-	Name string `json:"name"`
-	Type string `json:"type"`
+	Path     string            `json:"path"`
+	Name     string            `json:"name"`
+	Type     string            `json:"type"`
+	Metadata map[string]string `json:"metadata,omitempty"`
 }

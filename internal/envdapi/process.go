@@ -8,7 +8,28 @@ const (
 	ProcessSendInputProcedure  = "/process.Process/SendInput"
 	ProcessSendSignalProcedure = "/process.Process/SendSignal"
 	ProcessCloseStdinProcedure = "/process.Process/CloseStdin"
+	ProcessUpdateProcedure     = "/process.Process/Update"
 )
+
+// PTYSize is a terminal size in character cells.
+type PTYSize struct {
+	Cols uint32 `json:"cols,omitempty"`
+	Rows uint32 `json:"rows,omitempty"`
+}
+
+// PTY asks for a pseudo-terminal of a size.
+type PTY struct {
+	Size PTYSize `json:"size"`
+}
+
+// UpdateRequest changes a running process: today only its terminal size.
+type UpdateRequest struct {
+	Process ProcessSelector `json:"process"`
+	Pty     *PTY            `json:"pty,omitempty"`
+}
+
+// UpdateResponse is empty.
+type UpdateResponse struct{}
 
 // ProcessConfig is the command a process runs.
 type ProcessConfig struct {
@@ -36,6 +57,7 @@ type StartRequest struct {
 	Process ProcessConfig `json:"process"`
 	Tag     *string       `json:"tag,omitempty"`
 	Stdin   *bool         `json:"stdin,omitempty"`
+	Pty     *PTY          `json:"pty,omitempty"`
 }
 
 // StartResponse is one message of the Start stream.

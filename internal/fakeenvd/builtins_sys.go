@@ -111,68 +111,101 @@ func splitXargs(data []byte) ([]string, error) {
 	return items, nil
 }
 
-func bXargs(ctx context.Context, inv *Invocation) int {
+// xargsOpts are the options of one xargs.
+type xargsOpts struct {
+	maxArgs        int
+	replace, delim string
+	nul, noEmpty   bool
+}
+
+// parseXargs reads xargs's options and returns the command; on a bad
+// option it has reported it and returns false with the status.
+func parseXargs(inv *Invocation) (xargsOpts, []string, int, bool) {
+	var x xargsOpts
 	args := inv.Args[1:]
-	maxArgs, replace, nul, noEmpty, delim := 0, "", false, false, ""
 	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
 		a := args[0]
 		switch {
 		case a == "-0" || a == "--null":
-			nul = true
+			x.nul = true
 		case a == "-r" || a == "--no-run-if-empty":
-			noEmpty = true
+			x.noEmpty = true
 		case a == "-n" && len(args) > 1:
-			maxArgs, _ = strconv.Atoi(args[1])
+			x.maxArgs, _ = strconv.Atoi(args[1])
 			args = args[1:]
 		case strings.HasPrefix(a, "-n") && len(a) > 2:
-			maxArgs, _ = strconv.Atoi(a[2:])
+			x.maxArgs, _ = strconv.Atoi(a[2:])
 		case a == "-I" && len(args) > 1:
-			replace = args[1]
+			x.replace = args[1]
 			args = args[1:]
 		case strings.HasPrefix(a, "-I") && len(a) > 2:
-			replace = a[2:]
+			x.replace = a[2:]
 		case a == "-d" && len(args) > 1:
-			delim = args[1]
+			x.delim = args[1]
 			args = args[1:]
 		case a == "-t" || a == "-x":
 		case a == "--":
-			args = args[1:]
-			goto parsed
+			return x, orEcho(args[1:]), 0, true
 		default:
-			return inv.Errorf("invalid option -- '%s'", strings.TrimLeft(a, "-"))
+			return x, nil, inv.Errorf("invalid option -- '%s'", strings.TrimLeft(a, "-")), false
 		}
 		args = args[1:]
 	}
-parsed:
-	if len(args) == 0 {
-		args = []string{"echo"}
+	return x, orEcho(args), 0, true
+}
+
+// orEcho is the command, or echo when none is given.
+func orEcho(cmd []string) []string {
+	if len(cmd) == 0 {
+		return []string{"echo"}
 	}
-	data, err := inv.readAll(ctx, inv.Stdin)
-	if err != nil {
-		return readFail(inv, err)
-	}
+	return cmd
+}
+
+// items splits xargs's input as the options ask: NUL- or delimiter-
+// separated, one per line with -I, else blank-separated with quotes.
+func (x xargsOpts) items(data []byte) ([]string, error) {
 	var items []string
 	switch {
-	case nul:
+	case x.nul:
 		items = strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00")
-	case delim != "":
-		d := strings.ReplaceAll(strings.ReplaceAll(delim, `\n`, "\n"), `\t`, "\t")
+	case x.delim != "":
+		d := strings.ReplaceAll(strings.ReplaceAll(x.delim, `\n`, "\n"), `\t`, "\t")
 		items = strings.Split(strings.TrimSuffix(string(data), d), d)
-	case replace != "":
+	case x.replace != "":
 		for _, l := range bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n")) {
 			if s := strings.TrimLeft(string(l), " \t"); s != "" {
 				items = append(items, s)
 			}
 		}
 	default:
+		var err error
 		if items, err = splitXargs(data); err != nil {
-			return inv.Errorf("%v", err)
+			return nil, err
 		}
 	}
-	if len(items) == 1 && items[0] == "" && (nul || delim != "") {
+	if len(items) == 1 && items[0] == "" && (x.nul || x.delim != "") {
 		items = nil
 	}
+	return items, nil
+}
+
+func bXargs(ctx context.Context, inv *Invocation) int {
+	x, args, code, ok := parseXargs(inv)
+	if !ok {
+		return code
+	}
+	data, err := inv.readAll(ctx, inv.Stdin)
+	if err != nil {
+		return readFail(inv, err)
+	}
+	items, err := x.items(data)
+	if err != nil {
+		return inv.Errorf("%v", err)
+	}
 	status := 0
+	// run runs one command line; false means stop (GNU xargs stops on
+	// status 255 and on a command that cannot run).
 	run := func(cmd []string) bool {
 		st := inv.Run(ctx, cmd)
 		switch {
@@ -187,34 +220,33 @@ parsed:
 		}
 		return ctx.Err() == nil
 	}
-	if replace != "" {
+	switch {
+	case x.replace != "":
 		for _, it := range items {
 			cmd := make([]string, len(args))
 			for i, a := range args {
-				cmd[i] = strings.ReplaceAll(a, replace, it)
+				cmd[i] = strings.ReplaceAll(a, x.replace, it)
 			}
 			if !run(cmd) {
 				break
 			}
 		}
-		return status
-	}
-	if len(items) == 0 {
-		if !noEmpty {
+	case len(items) == 0:
+		if !x.noEmpty {
 			run(args)
 		}
-		return status
-	}
-	batch := len(items)
-	if maxArgs > 0 {
-		batch = maxArgs
-	}
-	for len(items) > 0 {
-		n := min(batch, len(items))
-		cmd := append(append([]string{}, args...), items[:n]...)
-		items = items[n:]
-		if !run(cmd) {
-			break
+	default:
+		batch := len(items)
+		if x.maxArgs > 0 {
+			batch = x.maxArgs
+		}
+		for len(items) > 0 {
+			n := min(batch, len(items))
+			cmd := append(append([]string{}, args...), items[:n]...)
+			items = items[n:]
+			if !run(cmd) {
+				break
+			}
 		}
 	}
 	return status

@@ -23,15 +23,17 @@ const closeWait = 5 * time.Second
 
 // Daemon is the fake envd of one sandbox. It is an http.Handler.
 type Daemon struct {
-	cfg    Config
-	fs     *MemFS
-	bins   map[string]Builtin
-	procs  *procTable
-	mux    *http.ServeMux
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	closed atomic.Bool
-	once   sync.Once
+	cfg   Config
+	fs    *MemFS
+	bins  map[string]Builtin
+	procs *procTable
+	// watchers are the polled watchers of CreateWatcher.
+	watchers watcherTable
+	mux      *http.ServeMux
+	ctx      context.Context
+	cancel   context.CancelCauseFunc
+	closed   atomic.Bool
+	once     sync.Once
 	// memLimit is maxInMemory; tests lower it.
 	memLimit int
 }
@@ -82,11 +84,16 @@ func (d *Daemon) routes() *http.ServeMux {
 	mux.Handle(sandbox.OpProcessSendInput, connect.NewUnaryHandler(envdapi.ProcessSendInputProcedure, d.rpcSendInput, opts...))
 	mux.Handle(sandbox.OpProcessSendSignal, connect.NewUnaryHandler(envdapi.ProcessSendSignalProcedure, d.rpcSendSignal, opts...))
 	mux.Handle(sandbox.OpProcessCloseStdin, connect.NewUnaryHandler(envdapi.ProcessCloseStdinProcedure, d.rpcCloseStdin, opts...))
+	mux.Handle(sandbox.OpProcessUpdate, connect.NewUnaryHandler(envdapi.ProcessUpdateProcedure, d.rpcUpdate, opts...))
 	mux.Handle(sandbox.OpFilesystemStat, connect.NewUnaryHandler(envdapi.FilesystemStatProcedure, d.rpcStat, opts...))
 	mux.Handle(sandbox.OpFilesystemListDir, connect.NewUnaryHandler(envdapi.FilesystemListDirProcedure, d.rpcListDir, opts...))
 	mux.Handle(sandbox.OpFilesystemMakeDir, connect.NewUnaryHandler(envdapi.FilesystemMakeDirProcedure, d.rpcMakeDir, opts...))
 	mux.Handle(sandbox.OpFilesystemRemove, connect.NewUnaryHandler(envdapi.FilesystemRemoveProcedure, d.rpcRemove, opts...))
 	mux.Handle(sandbox.OpFilesystemMove, connect.NewUnaryHandler(envdapi.FilesystemMoveProcedure, d.rpcMove, opts...))
+	mux.Handle(sandbox.OpFilesystemWatchDir, connect.NewServerStreamHandler(envdapi.FilesystemWatchDirProcedure, d.rpcWatchDir, opts...))
+	mux.Handle(sandbox.OpFilesystemCreateWatcher, connect.NewUnaryHandler(envdapi.FilesystemCreateWatcherProcedure, d.rpcCreateWatcher, opts...))
+	mux.Handle(sandbox.OpFilesystemGetWatcherEvents, connect.NewUnaryHandler(envdapi.FilesystemGetWatcherEventsProcedure, d.rpcGetWatcherEvents, opts...))
+	mux.Handle(sandbox.OpFilesystemRemoveWatcher, connect.NewUnaryHandler(envdapi.FilesystemRemoveWatcherProcedure, d.rpcRemoveWatcher, opts...))
 	mux.HandleFunc(sandbox.OpFilesDownload, d.serveDownload)
 	mux.HandleFunc(sandbox.OpFilesUpload, d.serveUpload)
 	mux.HandleFunc(sandbox.OpEnvdHealth, func(w http.ResponseWriter, _ *http.Request) {
@@ -96,10 +103,10 @@ func (d *Daemon) routes() *http.ServeMux {
 }
 
 // ServeHTTP serves the envd HTTP surface. After Close every request gets
-// 502, as from the platform's edge for a sandbox that is gone.
+// 502 with the body of the platform's edge for a sandbox that is gone.
 func (d *Daemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.closed.Load() {
-		writeJSONError(w, http.StatusBadGateway, fmt.Sprintf("The sandbox %q is not running", d.cfg.SandboxID))
+		writeGone(w, d.cfg.SandboxID)
 		return
 	}
 	if !d.authorized(r) {
@@ -116,6 +123,7 @@ func (d *Daemon) Close() {
 		d.closed.Store(true)
 		d.cancel(killSignal(syscall.SIGKILL))
 		d.procs.killAll(closeWait)
+		d.watchers.closeAll()
 	})
 }
 

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -90,6 +91,11 @@ func (d *Daemon) serveUpload(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, herr.code, herr.Error())
 		return
 	}
+	meta := metadataHeaders(r.Header)
+	if err := validateMetadata(meta); err != nil {
+		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("invalid metadata: %v", err))
+		return
+	}
 	body := r.Body
 	if strings.EqualFold(r.Header.Get("Content-Encoding"), "gzip") {
 		zr, err := gzip.NewReader(r.Body)
@@ -110,11 +116,11 @@ func (d *Daemon) serveUpload(w http.ResponseWriter, r *http.Request) {
 			herr = httpErr(http.StatusBadRequest, "path query parameter is required for raw body upload")
 			break
 		}
-		if herr = d.writeUpload(r, p, body, a); herr == nil {
-			uploaded = append(uploaded, uploadedEntry(p))
+		if herr = d.writeUpload(r, p, body, a, meta); herr == nil {
+			uploaded = append(uploaded, d.uploadedEntry(p))
 		}
 	case strings.HasPrefix(mediaType, "multipart/"):
-		uploaded, herr = d.multipartUpload(r, a)
+		uploaded, herr = d.multipartUpload(r, a, meta)
 	default:
 		herr = httpErr(http.StatusBadRequest, "unsupported content type: %s, expected multipart/form-data or application/octet-stream", contentType)
 	}
@@ -133,13 +139,85 @@ func (d *Daemon) serveUpload(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(uploaded)
 }
 
-func uploadedEntry(p string) envdapi.UploadedEntry {
-	return envdapi.UploadedEntry{Path: p, Name: path.Base(p), Type: "file"}
+// uploadedEntry describes an uploaded file with its stored metadata, as
+// envd reads it back for the answer (infra packages/envd/internal/api/upload.go).
+func (d *Daemon) uploadedEntry(p string) envdapi.UploadedEntry {
+	e := envdapi.UploadedEntry{Path: p, Name: path.Base(p), Type: "file"}
+	if info, err := d.fs.Stat(p); err == nil {
+		e.Metadata = metadataOf(info)
+	}
+	return e
+}
+
+// metadataHeaders collects the X-Metadata-* headers, prefix stripped and
+// keys lowercased, the first value of each (as envd's extractMetadataHeaders).
+func metadataHeaders(h http.Header) map[string]string {
+	var meta map[string]string
+	for name, values := range h {
+		if len(values) == 0 || !strings.HasPrefix(name, envdapi.MetadataHeaderPrefix) {
+			continue
+		}
+		key := strings.ToLower(strings.TrimPrefix(name, envdapi.MetadataHeaderPrefix))
+		if key == "" {
+			continue
+		}
+		if meta == nil {
+			meta = map[string]string{}
+		}
+		meta[key] = values[0]
+	}
+	return meta
+}
+
+// Limits of envd's metadata (infra packages/shared/pkg/filesystem/xattr.go):
+// keys and values are stored as xattrs named "user.e2b.<key>", which must
+// fit in 255 bytes and, all together, in one 4 KiB block.
+const (
+	metadataXattrPrefix = "user.e2b."
+	maxMetadataKeyLen   = 255 - len(metadataXattrPrefix)
+	maxMetadataTotalLen = 4096
+)
+
+// validateMetadata applies envd's checks: non-empty keys within the length
+// limit, printable US-ASCII keys and values, and a total size budget.
+func validateMetadata(meta map[string]string) error {
+	total := 0
+	keys := make([]string, 0, len(meta))
+	for k := range meta {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		v := meta[k]
+		if len(k) > maxMetadataKeyLen {
+			return fmt.Errorf("metadata key %q exceeds %d bytes", k, maxMetadataKeyLen)
+		}
+		if err := printableASCII("key", k); err != nil {
+			return err
+		}
+		if err := printableASCII(fmt.Sprintf("value for key %q", k), v); err != nil {
+			return err
+		}
+		total += len(metadataXattrPrefix) + len(k) + len(v)
+	}
+	if total > maxMetadataTotalLen {
+		return fmt.Errorf("total metadata size %d exceeds %d bytes", total, maxMetadataTotalLen)
+	}
+	return nil
+}
+
+func printableASCII(label, s string) error {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("metadata %s contains non-printable-ASCII byte 0x%02x at offset %d", label, c, i)
+		}
+	}
+	return nil
 }
 
 // multipartUpload stores every "file" part; the target is the path query
 // parameter, or else the part's file name (which may carry a path).
-func (d *Daemon) multipartUpload(r *http.Request, a account) ([]envdapi.UploadedEntry, *httpError) {
+func (d *Daemon) multipartUpload(r *http.Request, a account, meta map[string]string) ([]envdapi.UploadedEntry, *httpError) {
 	mr, err := r.MultipartReader()
 	if err != nil {
 		return nil, httpErr(http.StatusInternalServerError, "error parsing multipart form: %w", err)
@@ -177,18 +255,20 @@ func (d *Daemon) multipartUpload(r *http.Request, a account) ([]envdapi.Uploaded
 				return nil, httpErr(http.StatusBadRequest, "you cannot upload multiple files to the same path '%s' in one upload request, only the first specified file was uploaded", p)
 			}
 		}
-		herr := d.writeUpload(r, p, part, a)
+		herr := d.writeUpload(r, p, part, a, meta)
 		part.Close()
 		if herr != nil {
 			return nil, herr
 		}
-		out = append(out, uploadedEntry(p))
+		out = append(out, d.uploadedEntry(p))
 	}
 }
 
-// writeUpload streams src into the file at p, owned by a; a full disk is
-// 507 "not enough disk space available".
-func (d *Daemon) writeUpload(r *http.Request, p string, src io.Reader, a account) *httpError {
+// writeUpload streams src into the file at p, owned by a, and replaces its
+// metadata with meta (envd rewrites it on every upload, so keys absent from
+// a later upload are dropped); a full disk is 507 "not enough disk space
+// available".
+func (d *Daemon) writeUpload(r *http.Request, p string, src io.Reader, a account, meta map[string]string) *httpError {
 	if err := d.fs.MkdirAllAs(path.Dir(p), 0o755, a.uid, a.gid); err != nil {
 		return httpErr(http.StatusInternalServerError, "error ensuring directories: %w", err)
 	}
@@ -210,6 +290,9 @@ func (d *Daemon) writeUpload(r *http.Request, p string, src io.Reader, a account
 			return httpErr(http.StatusInsufficientStorage, "not enough disk space available")
 		}
 		return httpErr(http.StatusInternalServerError, "error writing file: %w", err)
+	}
+	if err := d.fs.SetMetadata(p, meta); err != nil {
+		return httpErr(http.StatusInternalServerError, "error writing file metadata: %w", err)
 	}
 	return nil
 }

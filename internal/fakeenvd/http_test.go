@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -529,7 +530,7 @@ func TestHTTPFilesRoundTrip(t *testing.T) {
 			}
 			var entries []envdapi.UploadedEntry
 			if code != 200 || json.Unmarshal(body, &entries) != nil || len(entries) != 1 ||
-				entries[0] != (envdapi.UploadedEntry{Path: abs, Name: abs[strings.LastIndex(abs, "/")+1:], Type: "file"}) {
+				!reflect.DeepEqual(entries[0], envdapi.UploadedEntry{Path: abs, Name: abs[strings.LastIndex(abs, "/")+1:], Type: "file"}) {
 				t.Fatalf("upload %d %s", code, body)
 			}
 			code, ct, got := download(t, e, q, nil)
@@ -733,7 +734,15 @@ func TestHTTPClose(t *testing.T) {
 	if took := time.Since(t0); took > 2*time.Second {
 		t.Fatalf("Close took %v", took)
 	}
+	// The stream is cut, as when the platform kills a sandbox's VM: no end
+	// event, and the client sees a transport error, not a clean end.
 	for st.Receive() {
+		if st.Msg().Event.End != nil {
+			t.Fatalf("end event %+v after Close; want the stream cut", st.Msg().Event.End)
+		}
+	}
+	if err := st.Err(); err == nil || connect.CodeOf(err) == connect.CodeUnavailable {
+		t.Fatalf("stream after Close: %v; want a dropped connection", err)
 	}
 	if len(e.d.Processes()) != 0 {
 		t.Fatal("processes survive Close")
@@ -753,5 +762,40 @@ func TestHTTPClose(t *testing.T) {
 	var ce *connect.Error
 	if !errors.As(err, &ce) || ce.Code() != connect.CodeUnavailable {
 		t.Fatalf("rpc after close: %v", err)
+	}
+}
+
+// TestHTTPFileMetadata follows envd's X-Metadata-* handling (infra
+// packages/envd/internal/api/upload.go, packages/shared/pkg/filesystem/
+// xattr.go): keys lowercased, stored with the file, read back in the upload
+// answer and every entry, replaced by each upload, validated (400).
+func TestHTTPFileMetadata(t *testing.T) {
+	e := newEnv(t, Config{})
+	q := url.Values{"path": {"/tmp/m.txt"}}
+	code, body := upload(t, e, q, "application/octet-stream", strings.NewReader("x"), headers{"X-Metadata-Owner": "ann", "X-Metadata-Build": "7"})
+	var entries []envdapi.UploadedEntry
+	want := map[string]string{"owner": "ann", "build": "7"}
+	if code != 200 || json.Unmarshal(body, &entries) != nil || len(entries) != 1 || !reflect.DeepEqual(entries[0].Metadata, want) {
+		t.Fatalf("upload %d %s", code, body)
+	}
+	st, err := call[envdapi.StatRequest, envdapi.StatResponse](t, e, envdapi.FilesystemStatProcedure, &envdapi.StatRequest{Path: "/tmp/m.txt"}, nil)
+	if err != nil || !reflect.DeepEqual(st.Entry.Metadata, want) {
+		t.Fatalf("stat %+v %v", st, err)
+	}
+	ls, err := call[envdapi.ListDirRequest, envdapi.ListDirResponse](t, e, envdapi.FilesystemListDirProcedure, &envdapi.ListDirRequest{Path: "/tmp"}, nil)
+	if err != nil || len(ls.Entries) != 1 || !reflect.DeepEqual(ls.Entries[0].Metadata, want) {
+		t.Fatalf("list %+v %v", ls, err)
+	}
+	// A multipart upload without headers clears it.
+	ct, mp := multipartBody(t, map[string][]byte{"/tmp/m.txt": []byte("y")})
+	if code, body := upload(t, e, url.Values{}, ct, mp, nil); code != 200 || strings.Contains(string(body), "metadata") {
+		t.Fatalf("re-upload %d %s", code, body)
+	}
+	if info, _ := e.d.FS().Stat("/tmp/m.txt"); metadataOf(info) != nil {
+		t.Fatalf("metadata survives a re-upload: %v", metadataOf(info))
+	}
+	code, body = upload(t, e, q, "application/octet-stream", strings.NewReader("z"), headers{"X-Metadata-K": "caf\u00e9"})
+	if code != 400 || !strings.Contains(string(body), "invalid metadata: metadata value for key") {
+		t.Fatalf("non-ASCII value: %d %s", code, body)
 	}
 }

@@ -14,3 +14,16 @@ func writeJSONError(w http.ResponseWriter, code int, message string) {
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(envdapi.HTTPError{Code: code, Message: message})
 }
+
+// writeGone writes the platform edge's 502 for a sandbox that is gone
+// (e2b-dev/infra packages/shared/pkg/proxy/template/sandbox_not_found.go):
+// {"sandboxId","message","code"}.
+func writeGone(w http.ResponseWriter, sandboxID string) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusBadGateway)
+	_ = json.NewEncoder(w).Encode(struct {
+		SandboxID string `json:"sandboxId"`
+		Message   string `json:"message"`
+		Code      int    `json:"code"`
+	}{sandboxID, "The sandbox was not found", http.StatusBadGateway})
+}

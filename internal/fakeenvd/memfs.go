@@ -37,7 +37,8 @@ type node struct {
 	mtime    time.Time
 	uid, gid int
 	dev      devKind
-	linked   bool // false once removed from the tree (open handles may remain)
+	linked   bool              // false once removed from the tree (open handles may remain)
+	meta     map[string]string // user metadata, like envd's user.e2b.* xattrs
 }
 
 func (n *node) isDir() bool     { return n.mode.IsDir() }
@@ -70,6 +71,7 @@ type MemFS struct {
 	used  int64
 	uid   int // owner of entries created without an explicit owner
 	gid   int
+	hub   watchHub
 }
 
 // NewMemFS returns an empty tree (only "/", owned by root) that resolves

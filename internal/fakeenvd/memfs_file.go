@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 )
 
 // File is an open handle on a [MemFS] entry. It implements io.Reader,
@@ -41,6 +43,7 @@ func (m *MemFS) OpenFileAs(name string, flag int, perm fs.FileMode, uid, gid int
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n, _, err := m.lookup("open", p, true)
+	created := false
 	switch {
 	case err == nil && flag&os.O_CREATE != 0 && flag&os.O_EXCL != 0:
 		return nil, pathErr("open", p, syscall.EEXIST)
@@ -50,6 +53,7 @@ func (m *MemFS) OpenFileAs(name string, flag int, perm fs.FileMode, uid, gid int
 		if err != nil {
 			return nil, err
 		}
+		created = true
 	default:
 		return nil, err
 	}
@@ -60,6 +64,9 @@ func (m *MemFS) OpenFileAs(name string, flag int, perm fs.FileMode, uid, gid int
 		m.grow(n, -int64(len(n.data)))
 		n.data = nil
 		n.mtime = time.Now()
+		if !created { // Linux skips the truncation (and its IN_MODIFY) of a file open(2) created
+			m.emit(p, envdapi.EventTypeWrite)
+		}
 	}
 	return &File{fs: m, n: n, name: p, flag: flag}, nil
 }
@@ -83,6 +90,7 @@ func (m *MemFS) createLocked(p string, perm fs.FileMode, uid, gid int) (*node, e
 		n := m.newNode(perm.Perm()&^umask, uid, gid)
 		dir.children[base] = n
 		dir.mtime = n.mtime
+		m.emit(path.Join(dirPath, base), envdapi.EventTypeCreate)
 		return n, nil
 	}
 	return nil, pathErr("open", p, syscall.ELOOP)
@@ -184,6 +192,9 @@ func (f *File) Write(p []byte) (int, error) {
 	copy(n.data[f.off:], p)
 	f.off = end
 	n.mtime = time.Now()
+	if len(p) > 0 {
+		m.emit(f.name, envdapi.EventTypeWrite)
+	}
 	return len(p), err
 }
 

@@ -2,6 +2,7 @@ package fakeenvd
 
 import (
 	"io/fs"
+	"maps"
 	"syscall"
 	"time"
 )
@@ -16,13 +17,14 @@ type fileInfo struct {
 	mtime    time.Time
 	uid, gid int
 	target   string
+	meta     map[string]string
 }
 
 // newFileInfo snapshots n under the name base. The caller holds the lock.
 func newFileInfo(base string, n *node) *fileInfo {
 	return &fileInfo{
 		name: base, size: n.size(), mode: n.mode, mtime: n.mtime,
-		uid: n.uid, gid: n.gid, target: n.target,
+		uid: n.uid, gid: n.gid, target: n.target, meta: maps.Clone(n.meta),
 	}
 }
 
@@ -41,4 +43,12 @@ func ownerIDs(info fs.FileInfo) (uid, gid int) {
 		return int(st.Uid), int(st.Gid)
 	}
 	return 0, 0
+}
+
+// metadataOf returns the user metadata recorded in info (nil when none).
+func metadataOf(info fs.FileInfo) map[string]string {
+	if fi, ok := info.(*fileInfo); ok && len(fi.meta) > 0 {
+		return maps.Clone(fi.meta)
+	}
+	return nil
 }

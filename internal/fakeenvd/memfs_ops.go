@@ -4,12 +4,15 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 )
 
 // Stat describes name, following symlinks.
@@ -79,7 +82,7 @@ func (m *MemFS) MkdirAs(name string, perm fs.FileMode, uid, gid int) error {
 }
 
 func (m *MemFS) mkdirLocked(name string, perm fs.FileMode, uid, gid int) error {
-	dir, _, base, err := m.parentOf("mkdir", name)
+	dir, dirPath, base, err := m.parentOf("mkdir", name)
 	if err != nil {
 		return err
 	}
@@ -88,6 +91,7 @@ func (m *MemFS) mkdirLocked(name string, perm fs.FileMode, uid, gid int) error {
 	}
 	dir.children[base] = m.newNode(fs.ModeDir|(perm.Perm()&^umask), uid, gid)
 	dir.mtime = time.Now()
+	m.emit(path.Join(dirPath, base), envdapi.EventTypeCreate)
 	return nil
 }
 
@@ -128,7 +132,7 @@ func (m *MemFS) MkdirAllAs(name string, perm fs.FileMode, uid, gid int) error {
 func (m *MemFS) Remove(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	dir, _, base, err := m.parentOf("remove", name)
+	dir, dirPath, base, err := m.parentOf("remove", name)
 	if err != nil {
 		return err
 	}
@@ -142,6 +146,7 @@ func (m *MemFS) Remove(name string) error {
 	delete(dir.children, base)
 	dir.mtime = time.Now()
 	m.unlink(n)
+	m.emit(path.Join(dirPath, base), envdapi.EventTypeRemove)
 	return nil
 }
 
@@ -150,7 +155,7 @@ func (m *MemFS) Remove(name string) error {
 func (m *MemFS) RemoveAll(name string) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	dir, _, base, err := m.parentOf("unlinkat", name)
+	dir, dirPath, base, err := m.parentOf("unlinkat", name)
 	if err != nil {
 		if isErrno(err, syscall.ENOENT) || isErrno(err, syscall.ENOTDIR) {
 			return nil
@@ -163,6 +168,7 @@ func (m *MemFS) RemoveAll(name string) error {
 	}
 	delete(dir.children, base)
 	dir.mtime = time.Now()
+	m.emitTree(path.Join(dirPath, base), n)
 	m.unlink(n)
 	return nil
 }
@@ -211,6 +217,8 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	ndir.children[nbase] = n
 	now := time.Now()
 	odir.mtime, ndir.mtime = now, now
+	m.emit(src, envdapi.EventTypeRename)
+	m.emit(dst, envdapi.EventTypeCreate)
 	return nil
 }
 
@@ -224,7 +232,7 @@ func (m *MemFS) Symlink(target, newname string) error {
 func (m *MemFS) SymlinkAs(target, newname string, uid, gid int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	dir, _, base, err := m.parentOf("symlink", newname)
+	dir, dirPath, base, err := m.parentOf("symlink", newname)
 	if err != nil {
 		return err
 	}
@@ -235,6 +243,7 @@ func (m *MemFS) SymlinkAs(target, newname string, uid, gid int) error {
 	n.target = target
 	dir.children[base] = n
 	dir.mtime = time.Now()
+	m.emit(path.Join(dirPath, base), envdapi.EventTypeCreate)
 	return nil
 }
 
@@ -256,12 +265,35 @@ func (m *MemFS) Readlink(name string) (string, error) {
 func (m *MemFS) Chmod(name string, mode fs.FileMode) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, _, err := m.lookup("chmod", name, true)
+	n, p, err := m.lookup("chmod", name, true)
 	if err != nil {
 		return err
 	}
 	keep := fs.ModeType | fs.ModeCharDevice
 	n.mode = n.mode&keep | mode&(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid)
+	m.emit(p, envdapi.EventTypeChmod)
+	return nil
+}
+
+// SetMetadata replaces the user metadata of name (following symlinks), as
+// envd rewrites a file's user.e2b.* xattrs on every upload; nil or empty
+// clears it.
+func (m *MemFS) SetMetadata(name string, meta map[string]string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n, p, err := m.lookup("setxattr", name, true)
+	if err != nil {
+		return err
+	}
+	if len(meta) == 0 && len(n.meta) == 0 {
+		return nil // no xattr to write or remove, so no event
+	}
+	if len(meta) == 0 {
+		n.meta = nil
+	} else {
+		n.meta = maps.Clone(meta)
+	}
+	m.emit(p, envdapi.EventTypeChmod) // inotify reports xattr changes as IN_ATTRIB
 	return nil
 }
 
@@ -269,11 +301,12 @@ func (m *MemFS) Chmod(name string, mode fs.FileMode) error {
 func (m *MemFS) Chown(name string, uid, gid int) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, _, err := m.lookup("chown", name, true)
+	n, p, err := m.lookup("chown", name, true)
 	if err != nil {
 		return err
 	}
 	n.uid, n.gid = uid, gid
+	m.emit(p, envdapi.EventTypeChmod)
 	return nil
 }
 
@@ -281,11 +314,12 @@ func (m *MemFS) Chown(name string, uid, gid int) error {
 func (m *MemFS) Chtimes(name string, mtime time.Time) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	n, _, err := m.lookup("chtimes", name, true)
+	n, p, err := m.lookup("chtimes", name, true)
 	if err != nil {
 		return err
 	}
 	n.mtime = mtime
+	m.emit(p, envdapi.EventTypeChmod)
 	return nil
 }
 

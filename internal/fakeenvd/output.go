@@ -124,6 +124,7 @@ type streamKind uint8
 const (
 	kindStdout streamKind = iota
 	kindStderr
+	kindPty
 )
 
 // coalescer gathers a process's output into data events.
@@ -183,9 +184,12 @@ func (c *coalescer) flushLocked() {
 	data := c.buf
 	c.buf = nil
 	ev := envdapi.ProcessEvent{Data: &envdapi.DataEvent{}}
-	if c.kind == kindStderr {
+	switch c.kind {
+	case kindStderr:
 		ev.Data.Stderr = data
-	} else {
+	case kindPty:
+		ev.Data.Pty = data
+	default:
 		ev.Data.Stdout = data
 	}
 	c.hub.publish(ev)

@@ -41,6 +41,8 @@ type process struct {
 	stdinR  *os.File
 	stdinMu sync.Mutex
 	stdinW  *os.File // nil once closed
+
+	pty *ptyState // nil unless started with a terminal
 }
 
 // signal stops the process: the shell stops between statements, built-ins
@@ -181,6 +183,7 @@ type startSpec struct {
 	dir     string
 	env     []string
 	stdin   bool
+	pty     *envdapi.PTY  // a terminal instead of stdio
 	timeout time.Duration // 0 = none
 }
 
@@ -191,7 +194,7 @@ func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec st
 	if err != nil {
 		return nil, nil, fmt.Errorf("fakeenvd: stdin pipe: %w", err)
 	}
-	if !spec.stdin {
+	if !spec.stdin && spec.pty == nil {
 		stdinW.Close()
 		stdinW = nil
 	}
@@ -199,6 +202,9 @@ func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec st
 	p := &process{
 		tag: spec.tag, config: spec.config, ctx: ctx, cancel: cancel,
 		killed: make(chan struct{}), done: make(chan struct{}), stdinR: stdinR, stdinW: stdinW,
+	}
+	if spec.pty != nil {
+		p.pty = &ptyState{size: spec.pty.Size}
 	}
 	p.hub = newOutputHub(p.killed, abort)
 	p.out = &coalescer{hub: p.hub}
@@ -225,6 +231,12 @@ func (t *procTable) run(p *process, spec startSpec) {
 	if err != nil {
 		fmt.Fprintf(stderr, "bash: %v\n", err)
 		code = 126
+	} else if p.pty != nil {
+		// The SDK's Pty.create starts "/bin/bash -i -l" (index.mjs:4279-4280):
+		// every terminal runs the interactive shell.
+		term := streamWriter{p.out, kindPty}
+		inv := spec.sh.rootInvocation(spec.dir, spec.env, nil, term, term)
+		code = spec.sh.runInteractive(p.ctx, inv, p.stdinR, p.pty.get)
 	} else {
 		inv := spec.sh.rootInvocation(spec.dir, spec.env, p.stdinR, stdout, stderr)
 		code = spec.sh.runScript(p.ctx, inv, script{src: line, name: "bash"})

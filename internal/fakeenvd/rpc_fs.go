@@ -43,7 +43,7 @@ func (d *Daemon) entry(p string, info fs.FileInfo) envdapi.EntryInfo {
 	e := envdapi.EntryInfo{
 		Name: info.Name(), Path: p, Size: envdapi.Int64(info.Size()), Mode: uint32(mode.Perm()),
 		Permissions: mode.String(), Owner: sh.userName(uid), Group: sh.groupName(gid), ModifiedTime: &mtime,
-		Type: fileType(mode),
+		Type: fileType(mode), Metadata: metadataOf(info),
 	}
 	if mode&fs.ModeSymlink != 0 {
 		target, err := d.fs.RealPath(p)

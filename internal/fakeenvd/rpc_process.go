@@ -81,7 +81,7 @@ func (d *Daemon) startProcess(a account, msg *envdapi.StartRequest, timeout time
 	}
 	p, sub, err := d.procs.start(d.ctx, d.ctx.Done(), startSpec{
 		sh: d.shellFor(a), config: cfg, tag: msg.Tag, dir: dir,
-		env: d.processEnv(a, cfg.Envs), stdin: msg.Stdin == nil || *msg.Stdin, timeout: timeout,
+		env: d.processEnv(a, cfg.Envs), stdin: msg.Stdin == nil || *msg.Stdin, pty: msg.Pty, timeout: timeout,
 	})
 	if err != nil {
 		return nil, nil, connect.NewError(connect.CodeInternal, err)
@@ -107,7 +107,7 @@ func (d *Daemon) rpcStart(ctx context.Context, req *connect.Request[envdapi.Star
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return pump(ctx, sub, send, keepaliveInterval(req.Header()))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
 }
 
 func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.ConnectRequest], stream *connect.ServerStream[envdapi.ConnectResponse]) error {
@@ -124,13 +124,29 @@ func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.Co
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return pump(ctx, sub, send, keepaliveInterval(req.Header()))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
+}
+
+// errGone ends a stream whose sandbox was killed or expired.
+var errGone = errors.New("sandbox is gone")
+
+// cutIfGone passes err on, except errGone: then it drops the connection
+// mid-stream, as the platform does when a sandbox's VM goes away (the
+// client sees the body end without a Connect end-of-stream message; the
+// E2B SDK then probes /health and reports the sandbox killed). It panics
+// with http.ErrAbortHandler, which net/http turns into a silent close.
+func (d *Daemon) cutIfGone(err error) error {
+	if errors.Is(err, errGone) {
+		panic(http.ErrAbortHandler)
+	}
+	return err
 }
 
 // pump forwards a subscription's events to a stream until the end event,
 // sending keepalives when nothing else was sent for a whole interval. The
-// process keeps running when the client goes away.
-func pump(ctx context.Context, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration) error {
+// process keeps running when the client goes away. Once gone is closed
+// (the daemon was closed) it sends nothing more and returns errGone.
+func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration) error {
 	var tick <-chan time.Time
 	var ticker *time.Ticker
 	if keepalive > 0 {
@@ -142,11 +158,18 @@ func pump(ctx context.Context, sub *subscription, send func(envdapi.ProcessEvent
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-gone:
+			return errGone
 		case <-tick:
 			if err := send(envdapi.ProcessEvent{Keepalive: &struct{}{}}); err != nil {
 				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending keepalive: %w", err))
 			}
 		case ev, ok := <-sub.ch:
+			select {
+			case <-gone:
+				return errGone
+			default:
+			}
 			if !ok {
 				return connect.NewError(connect.CodeUnavailable, errors.New("process event stream aborted"))
 			}
@@ -176,10 +199,17 @@ func (d *Daemon) rpcSendInput(ctx context.Context, req *connect.Request[envdapi.
 		return nil, err
 	}
 	in := req.Msg.Input
+	// Messages as envd's handler.go WriteStdin / WriteTty.
 	switch {
+	case in.Stdin != nil && p.pty != nil:
+		return nil, connect.NewError(connect.CodeInternal, errors.New("error writing to stdin: stdin not enabled or closed"))
 	case in.Stdin != nil:
 		if err := p.writeStdin(ctx, in.Stdin); err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to stdin: %w", err))
+		}
+	case in.Pty != nil && p.pty != nil:
+		if err := p.writeStdin(ctx, in.Pty); err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to tty: %w", err))
 		}
 	case in.Pty != nil:
 		return nil, connect.NewError(connect.CodeInternal, errors.New("error writing to tty: tty not assigned to process — input should be written to the stdin, not the tty"))
@@ -214,4 +244,20 @@ func (d *Daemon) rpcCloseStdin(_ context.Context, req *connect.Request[envdapi.C
 		return nil, connect.NewError(connect.CodeUnknown, fmt.Errorf("error closing stdin: %w", err))
 	}
 	return connect.NewResponse(&envdapi.CloseStdinResponse{}), nil
+}
+
+// rpcUpdate resizes a process's terminal (infra packages/envd/internal/
+// services/process/update.go).
+func (d *Daemon) rpcUpdate(_ context.Context, req *connect.Request[envdapi.UpdateRequest]) (*connect.Response[envdapi.UpdateResponse], error) {
+	p, err := d.procs.get(req.Msg.Process)
+	if err != nil {
+		return nil, err
+	}
+	if req.Msg.Pty != nil {
+		if p.pty == nil {
+			return nil, connect.NewError(connect.CodeInternal, errors.New("error resizing tty: tty not assigned to process"))
+		}
+		p.pty.resize(req.Msg.Pty.Size)
+	}
+	return connect.NewResponse(&envdapi.UpdateResponse{}), nil
 }
