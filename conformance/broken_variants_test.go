@@ -9,8 +9,11 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // brokenVariant is the reference server with one deliberate defect, and
@@ -38,6 +41,8 @@ var focusedSpecs = map[string][]string{
 	"destroys-once":              {"cleanup.close-destroy-retries"},
 	"retries-unauthorized":       {"cleanup.close-destroy-unauthorized"},
 	"pools-by-id-connections":    {"delegation.by-id-releases-connections"},
+	"ignores-idle-timeout":       {"cleanup.idle-timeout"},
+	"shutdown-skips-cleanup":     {"cleanup.shutdown"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -63,6 +68,8 @@ func brokenVariants() []brokenVariant {
 		{"destroys-external-at-close", FamilyCleanup, "destroys every sandbox it has seen when it destroys one", destroysExternalAtClose},
 		{"destroys-once", FamilyCleanup, "gives up a close-time destroy after its first failure", destroysOnce},
 		{"retries-unauthorized", FamilyCleanup, "retries a destroy the provider refused with 401", retriesUnauthorized},
+		{"ignores-idle-timeout", FamilyCleanup, "never closes an idle Streamable HTTP session", ignoresIdleTimeout},
+		{"shutdown-skips-cleanup", FamilyCleanup, "shuts down without destroying its sessions' sandboxes", shutdownSkipsCleanup},
 		{"skips-cleanup", FamilyCleanup, "never destroys sandboxes", skipsCleanup},
 		{"nonzero-exit-is-error", FamilyExec, "reports a non-zero exit as a tool error", nonzeroExitIsError},
 		{"read-file-drops-last-byte", FamilyFiles, "drops the last byte of read_file content", readFileDropsLastByte},
@@ -653,3 +660,25 @@ var errorInStructuredContent = middlewareOnly(func(next mcp.MethodHandler) mcp.M
 		return res, err
 	}
 })
+
+// ignoresIdleTimeout never closes an idle Streamable HTTP session.
+func ignoresIdleTimeout() *breakage {
+	return &breakage{http: func(o *server.HTTPOptions) { o.SessionTimeout = -1 }}
+}
+
+// shutdownSkipsCleanup exits on shutdown without destroying anything: its
+// destroys, once shutdown began, never reach the provider.
+func shutdownSkipsCleanup() *breakage {
+	var down atomic.Bool
+	return &breakage{
+		onShutdown: func() { down.Store(true) },
+		transport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && down.Load() {
+					return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+				}
+				return rt.RoundTrip(r)
+			})
+		},
+	}
+}

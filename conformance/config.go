@@ -14,6 +14,7 @@ import (
 	"github.com/sandboxkit/sandboxkit/evidence"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // Config says which server the kit checks and how. Build one with
@@ -73,6 +74,14 @@ type Config struct {
 	// dead process owned (spec cleanup.crash-restart-sweeps). Zero gives
 	// [DefaultCrashBound]; at most [MaxCrashBound].
 	CrashBound time.Duration
+	// IdleTimeout is how long the server under test keeps a Streamable HTTP
+	// session that receives no request before it closes it and destroys
+	// its sandboxes (the reference server: serve --session-timeout). The
+	// in-process reference server's idle-timeout listener is started with
+	// it; zero gives it [DefaultInProcessIdleTimeout]. For a server URL zero
+	// means unknown: spec cleanup.idle-timeout is skipped (failed with
+	// RequireAll). At most [MaxIdleTimeout].
+	IdleTimeout time.Duration
 
 	// Cloud runs the kit against the real provider that the environment
 	// names (E2B_API_KEY, and E2B_API_URL / E2B_DOMAIN / E2B_SANDBOX_URL
@@ -110,6 +119,11 @@ type Config struct {
 type breakage struct {
 	transport  func(http.RoundTripper) http.RoundTripper
 	middleware func(env breakEnv) mcp.Middleware
+	// http edits the options of the in-process server's HTTP listeners.
+	http func(*server.HTTPOptions)
+	// onShutdown runs when the kit shuts an in-process server down, before
+	// the server's own Shutdown.
+	onShutdown func()
 }
 
 // breakEnv is what a broken variant's middleware may use to reach the
@@ -125,6 +139,26 @@ type breakEnv struct {
 // that the deadline specs take seconds, and far above what a healthy call
 // to the fake takes even on a loaded machine.
 const DefaultInProcessDeadline = 5 * time.Second
+
+// DefaultInProcessIdleTimeout is the HTTP session idle timeout of the
+// in-process reference server's idle-timeout listener when
+// [Config.IdleTimeout] is zero.
+const DefaultInProcessIdleTimeout = 2 * time.Second
+
+// MaxIdleTimeout bounds [Config.IdleTimeout]: the idle spec waits it out.
+const MaxIdleTimeout = 2 * time.Minute
+
+// idleTimeout returns the server's idle timeout as the kit knows it, and
+// whether it knows it.
+func (c *Config) idleTimeout() (time.Duration, bool) {
+	switch {
+	case c.IdleTimeout > 0:
+		return c.IdleTimeout, true
+	case c.Kind() == TargetInProcess && !c.Cloud:
+		return DefaultInProcessIdleTimeout, true
+	}
+	return 0, false
+}
 
 // DefaultCrashBound is the crash bound when [Config.CrashBound] is zero.
 const DefaultCrashBound = 30 * time.Second
@@ -223,6 +257,9 @@ func (c *Config) Validate() error {
 		if to == "" {
 			errs = append(errs, fmt.Errorf("tool name mapping: %q maps to an empty name", from))
 		}
+	}
+	if c.IdleTimeout < 0 || c.IdleTimeout > MaxIdleTimeout {
+		errs = append(errs, fmt.Errorf("idle timeout %v: want 0 (unknown; %v in-process) to %v", c.IdleTimeout, DefaultInProcessIdleTimeout, MaxIdleTimeout))
 	}
 	if c.CrashBound < 0 || c.CrashBound > MaxCrashBound {
 		errs = append(errs, fmt.Errorf("crash bound %v: want 0 (the default, %v) to %v", c.CrashBound, DefaultCrashBound, MaxCrashBound))

@@ -72,7 +72,7 @@ func Specs() []Spec {
 	var all []Spec
 	for _, group := range [][]Spec{
 		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(),
-		renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(), errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(),
+		renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(), errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(), cleanupEndSpecs(),
 		crashSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)
@@ -95,6 +95,8 @@ func Specs() []Spec {
 // the server alone.
 var optionalSpecs = map[string]string{
 	"protocol.transports-identical": "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
+	"cleanup.idle-timeout":          "needs a Streamable HTTP session whose idle timeout the kit knows: skipped for a stdio server command",
+	"cleanup.shutdown":              "shuts the server down: skipped for a server URL, which serves the other specs too",
 	"cleanup.crash-restart-sweeps":  "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
 }
 

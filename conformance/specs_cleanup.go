@@ -13,7 +13,7 @@ import (
 
 // The cleanup family checks what a session's close destroys: every owned
 // sandbox, once, and nothing else. The idle timeout and server shutdown
-// close sessions too, but only the server's own tests can drive them.
+// close sessions too: specs_cleanup_ends.go drives them.
 
 func cleanupSpecs() []Spec {
 	return []Spec{

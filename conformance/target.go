@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,6 +62,18 @@ func newClient() *mcp.Client {
 // a version that changes the catalog or a rule is a new version, so that
 // bundles recorded under an earlier one still verify against their list.
 const Version = "0.2.0"
+
+// idleTarget is a target with a Streamable HTTP session whose server closes
+// it after the idle timeout.
+type idleTarget interface {
+	connectIdle(ctx context.Context, version string, idle time.Duration) (*clientConn, error)
+}
+
+// shutdownTarget is a target whose server the kit can shut down for one
+// session without ending the other specs' server.
+type shutdownTarget interface {
+	connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error)
+}
 
 // alternateTarget is a target that can also be reached over a second
 // transport (the in-process reference server over Streamable HTTP).

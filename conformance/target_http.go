@@ -79,6 +79,12 @@ func (t *httpTarget) connect(ctx context.Context, version string) (*clientConn, 
 	return &clientConn{cs: cs}, nil
 }
 
+// connectIdle opens a session as connect does: the server's own idle
+// timeout, which the configuration states, applies to it.
+func (t *httpTarget) connectIdle(ctx context.Context, version string, _ time.Duration) (*clientConn, error) {
+	return t.connect(ctx, version)
+}
+
 func (t *httpTarget) logs() string { return t.log.String() }
 
 func (t *httpTarget) stop() {

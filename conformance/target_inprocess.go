@@ -33,8 +33,13 @@ type inProcessTarget struct {
 	ctx      context.Context
 	stopctx  context.CancelFunc
 
+	deps *server.Deps // what every server of the target is built on
+	benv breakEnv
+
 	httpOnce sync.Once
 	httpSrv  *httptest.Server
+	idleOnce sync.Once
+	idleSrv  *httptest.Server
 }
 
 func (t *inProcessTarget) start(ctx context.Context) error {
@@ -89,16 +94,26 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 		benv = breakEnv{rt: rt, apiURL: env[sandbox.EnvAPIURL], apiKey: t.hub.apiKey}
 	}
 	logger := slog.New(slog.NewJSONHandler(&t.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	t.srv, err = server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: t.limits()},
-		&server.Options{Name: "sandboxkit-reference", Version: Version})
-	if err != nil {
-		return fmt.Errorf("conformance: reference server: %w", err)
-	}
-	if b := t.breakage; b != nil && b.middleware != nil {
-		t.srv.MCPServer().AddReceivingMiddleware(b.middleware(benv))
+	t.deps = &server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: t.limits()}
+	t.benv = benv
+	if t.srv, err = t.newServer(); err != nil {
+		return err
 	}
 	t.ctx, t.stopctx = context.WithCancel(context.WithoutCancel(ctx))
 	return nil
+}
+
+// newServer builds a reference server on the target's platform, broken as
+// the variant says.
+func (t *inProcessTarget) newServer() (*server.Server, error) {
+	srv, err := server.New(t.deps, &server.Options{Name: "sandboxkit-reference", Version: Version})
+	if err != nil {
+		return nil, fmt.Errorf("conformance: reference server: %w", err)
+	}
+	if b := t.breakage; b != nil && b.middleware != nil {
+		srv.MCPServer().AddReceivingMiddleware(b.middleware(t.benv))
+	}
+	return srv, nil
 }
 
 // limits are the server's limits: its defaults, but for the file timeout
@@ -108,6 +123,11 @@ func (t *inProcessTarget) limits() server.Limits {
 }
 
 func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientConn, error) {
+	return t.connectTo(ctx, t.srv, version)
+}
+
+// connectTo opens a session with srv over an in-memory pipe.
+func (t *inProcessTarget) connectTo(ctx context.Context, srv *server.Server, version string) (*clientConn, error) {
 	// Newline-delimited JSON over an in-memory pipe, as over stdio, with room
 	// for the largest upload the contract allows (16 MiB decoded is ~22 MB
 	// of JSON; the SDK's in-memory transport stops at 16 MiB).
@@ -115,7 +135,7 @@ func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientC
 	clientT := &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd, MaxLineLength: inProcessMaxMessage}
 	serverT := &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd, MaxLineLength: inProcessMaxMessage}
 	done := make(chan error, 1)
-	go func() { done <- t.srv.Run(t.ctx, serverT) }()
+	go func() { done <- srv.Run(t.ctx, serverT) }()
 	cs, err := newClient().Connect(ctx, clientT, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		_ = clientEnd.Close() // the server side ends when its peer is gone
@@ -135,8 +155,10 @@ func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientC
 func (t *inProcessTarget) logs() string { return t.log.String() }
 
 func (t *inProcessTarget) stop() {
-	if t.httpSrv != nil {
-		t.httpSrv.Close()
+	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv} {
+		if s != nil {
+			s.Close()
+		}
 	}
 	if t.srv != nil {
 		_ = t.srv.Shutdown(context.Background())
@@ -150,9 +172,55 @@ func (t *inProcessTarget) stop() {
 // loopback listener.
 func (t *inProcessTarget) connectAlternate(ctx context.Context, version string) (*clientConn, error) {
 	t.httpOnce.Do(func() {
-		t.httpSrv = httptest.NewServer(t.srv.HTTPHandler(nil))
+		t.httpSrv = httptest.NewServer(t.srv.HTTPHandler(t.httpOptions(nil)))
 	})
-	transport := &mcp.StreamableClientTransport{Endpoint: t.httpSrv.URL + server.MCPPath, MaxRetries: -1, DisableStandaloneSSE: true}
+	return connectHTTP(ctx, t.httpSrv.URL+server.MCPPath, version)
+}
+
+// httpOptions returns o as the variant edits it.
+func (t *inProcessTarget) httpOptions(o *server.HTTPOptions) *server.HTTPOptions {
+	if o == nil {
+		o = &server.HTTPOptions{}
+	}
+	if b := t.breakage; b != nil && b.http != nil {
+		b.http(o)
+	}
+	return o
+}
+
+// connectIdle opens a Streamable HTTP session on a listener of the same
+// server whose sessions close after idle without a request.
+func (t *inProcessTarget) connectIdle(ctx context.Context, version string, idle time.Duration) (*clientConn, error) {
+	t.idleOnce.Do(func() {
+		t.idleSrv = httptest.NewServer(t.srv.HTTPHandler(t.httpOptions(&server.HTTPOptions{SessionTimeout: idle})))
+	})
+	return connectHTTP(ctx, t.idleSrv.URL+server.MCPPath, version)
+}
+
+// connectShutdown opens a session on a reference server of its own and
+// returns the function that shuts that server down (Server.Shutdown, as on
+// SIGTERM).
+func (t *inProcessTarget) connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error) {
+	srv, err := t.newServer()
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := t.connectTo(ctx, srv, version)
+	if err != nil {
+		return nil, nil, err
+	}
+	shutdown := func(ctx context.Context) error {
+		if b := t.breakage; b != nil && b.onShutdown != nil {
+			b.onShutdown()
+		}
+		return srv.Shutdown(ctx)
+	}
+	return conn, shutdown, nil
+}
+
+// connectHTTP opens a Streamable HTTP session with the endpoint.
+func connectHTTP(ctx context.Context, endpoint, version string) (*clientConn, error) {
+	transport := &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1, DisableStandaloneSSE: true}
 	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, fmt.Errorf("conformance: connect over HTTP: %w", err)

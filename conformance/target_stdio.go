@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -37,13 +38,7 @@ func (t *stdioTarget) command() *exec.Cmd {
 
 func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn, error) {
 	cmd := t.command()
-	// The server gets time to destroy its sandboxes after stdin closes
-	// before it is signalled: longer against a real provider.
-	terminate := 5 * time.Second
-	if t.cfg.Cloud {
-		terminate = t.cfg.settle()
-	}
-	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: terminate}
+	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: t.terminate()}
 	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		if cmd.Process != nil {
@@ -55,6 +50,40 @@ func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn,
 	// CommandTransport's Close waits for the process to exit, and a stdio
 	// server finishes its cleanup before it exits: closing is the end.
 	return &clientConn{cs: cs}, nil
+}
+
+// connectShutdown starts the server command for one session and returns the
+// function that shuts it down as an orchestrator does: SIGTERM, then the
+// end of its input, and the wait for it to exit (killed after the
+// terminate duration).
+func (t *stdioTarget) connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error) {
+	cmd := t.command()
+	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: t.terminate()}
+	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		if cmd.Process != nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		return nil, nil, fmt.Errorf("conformance: start stdio server: %w", err)
+	}
+	shutdown := func(context.Context) error {
+		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			return fmt.Errorf("signal the server: %w", err)
+		}
+		_ = cs.Close() // the exit status may say that a destroy failed
+		return nil
+	}
+	return &clientConn{cs: cs}, shutdown, nil
+}
+
+// terminate is how long the server gets to destroy its sandboxes after
+// its input ends before it is signalled: longer against a real provider.
+func (t *stdioTarget) terminate() time.Duration {
+	if t.cfg.Cloud {
+		return t.cfg.settle()
+	}
+	return 5 * time.Second
 }
 
 func (t *stdioTarget) logs() string { return t.log.String() }

@@ -27,6 +27,7 @@ type conformFlags struct {
 	callTimeout time.Duration
 	deadline    time.Duration
 	crashBound  time.Duration
+	idleTimeout time.Duration
 	list        bool
 	cloud       bool
 	stateDir    string
@@ -128,6 +129,7 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
 	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
 	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 5s for the in-process reference server, unknown otherwise)")
+	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "the server's own idle timeout for a Streamable HTTP session, as it was started with (the reference server: serve --session-timeout D); spec cleanup.idle-timeout needs it for a server URL (default: 2s for the in-process reference server, unknown otherwise)")
 	fl.DurationVar(&f.crashBound, "crash-bound", 0, "longest a stdio server command, killed with SIGKILL and started again with the same SANDBOXKIT_INSTANCE, may take to destroy what the dead process owned (spec cleanup.crash-restart-sweeps; default 30s)")
 	fl.BoolVar(&f.list, "list", false, "print the spec catalog (ID, rules, title) and exit")
 	fl.BoolVar(&f.cloud, "cloud", false, "run against the real provider named by the environment (E2B_API_KEY required); creates real sandboxes")
@@ -174,6 +176,7 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.CallTimeout = f.callTimeout
 	cfg.ProviderDeadline = f.deadline
 	cfg.CrashBound = f.crashBound
+	cfg.IdleTimeout = f.idleTimeout
 	cfg.Cloud = f.cloud
 	cfg.StateDir = f.stateDir
 	cfg.RunID = f.runID

@@ -1,0 +1,93 @@
+package conformance
+
+import (
+	"context"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+)
+
+// The two ways a session ends that a client does not choose (SESSION-1):
+// the server's idle timeout for Streamable HTTP, and the server's shutdown.
+
+func cleanupEndSpecs() []Spec {
+	return []Spec{
+		{
+			ID: "cleanup.idle-timeout", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1"},
+			Tools: []string{"create_sandbox", "run_command"},
+			Title: "a Streamable HTTP session that receives no request for the server's idle timeout is closed by the " +
+				"server: every sandbox it owned is destroyed once, and the external sandbox it used is left alone",
+			Body: specIdleTimeout,
+		},
+		{
+			ID: "cleanup.shutdown", Family: FamilyCleanup, NeedsFake: true,
+			Rules: []string{"SESSION-1"},
+			Tools: []string{"create_sandbox", "run_command"},
+			Title: "shutting the server down (Server.Shutdown in-process, SIGTERM for a server command) destroys every " +
+				"sandbox its session owned, once, and leaves the external sandbox it used alone",
+			Body: specShutdown,
+		},
+	}
+}
+
+// skipOrFail skips the spec, or fails it when the run requires every spec.
+func skipOrFail(tc *TestContext, msg string) {
+	ginkgo.GinkgoHelper()
+	if tc.Config.RequireAll {
+		ginkgo.Fail(msg)
+	}
+	ginkgo.Skip(msg)
+}
+
+func specIdleTimeout(ctx context.Context, tc *TestContext) {
+	idle, known := tc.Config.idleTimeout()
+	it, ok := tc.run.target.(idleTarget)
+	switch {
+	case !ok:
+		skipOrFail(tc, "the idle timeout applies to Streamable HTTP sessions: run the kit against a server URL (--server-url) to check it")
+	case !known:
+		skipOrFail(tc, "the server's idle timeout is unknown: give it with --idle-timeout (Config.IdleTimeout), as the server was started with")
+	}
+	conn, err := it.connectIdle(ctx, ProtocolVersion, idle)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect over Streamable HTTP")
+	s := &Session{tc: tc, conn: conn}
+	tc.track(s)
+	ext := lcSeed(tc)
+	own := createSandbox(ctx, tc, s, nil)
+	lcRun(ctx, tc, s, ext)
+
+	// From here the session sends nothing.
+	limit := idle + idle/2 + tc.Config.settle()
+	gone := tc.WaitFor(ctx, limit, func() bool { return !lcLive(tc, own) })
+	gomega.Expect(gone).To(gomega.BeTrue(),
+		"the session sent nothing for %v (the server's idle timeout is %v), and the sandbox it owned, %s, still runs", limit, idle, own)
+	lcSettle(ctx, tc)
+	lcExpectKilledOnce(tc, "after the idle timeout closed the session", own)
+	lcExpectUntouched(tc, ext, "the idle timeout")
+}
+
+func specShutdown(ctx context.Context, tc *TestContext) {
+	st, ok := tc.run.target.(shutdownTarget)
+	if !ok {
+		skipOrFail(tc, "the kit can shut down only a server it runs for one session (in-process, or a stdio server command); "+
+			"a server URL serves the other specs too")
+	}
+	conn, shutdown, err := st.connectShutdown(ctx, ProtocolVersion)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server to shut down")
+	s := &Session{tc: tc, conn: conn}
+	tc.track(s)
+	ext := lcSeed(tc)
+	owned := []string{createSandbox(ctx, tc, s, nil), createSandbox(ctx, tc, s, map[string]any{"timeout": 900})}
+	lcRun(ctx, tc, s, ext)
+	tc.Fake.Journal().Reset()
+
+	sctx, cancel := context.WithTimeout(ctx, tc.Config.settle()+5*time.Second)
+	defer cancel()
+	gomega.Expect(shutdown(sctx)).To(gomega.Succeed(), "shut the server down")
+	lcWaitGone(ctx, tc, "after the server shut down", owned...)
+	lcSettle(ctx, tc)
+	lcExpectKilledOnce(tc, "after the server shut down", owned...)
+	lcExpectUntouched(tc, ext, "the shutdown")
+}
