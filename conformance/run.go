@@ -206,6 +206,7 @@ func WriteSummary(w io.Writer, r ginkgo.Report) {
 	for _, f := range failures {
 		fmt.Fprintln(w, f)
 	}
+	writeCoverage(w, r)
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
 }
 
