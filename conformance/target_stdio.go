@@ -37,26 +37,17 @@ func (t *stdioTarget) command() *exec.Cmd {
 }
 
 func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn, error) {
-	cmd := t.command()
-	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: t.terminate()}
-	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, _, err := t.startSession(ctx, version)
 	if err != nil {
-		if cmd.Process != nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-		return nil, fmt.Errorf("conformance: start stdio server: %w", err)
+		return nil, err
 	}
 	// CommandTransport's Close waits for the process to exit, and a stdio
 	// server finishes its cleanup before it exits: closing is the end.
 	return &clientConn{cs: cs}, nil
 }
 
-// connectShutdown starts the server command for one session and returns the
-// function that shuts it down as an orchestrator does: SIGTERM, then the
-// end of its input, and the wait for it to exit (killed after the
-// terminate duration).
-func (t *stdioTarget) connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error) {
+// startSession starts the server command and opens its one session.
+func (t *stdioTarget) startSession(ctx context.Context, version string) (*mcp.ClientSession, *exec.Cmd, error) {
 	cmd := t.command()
 	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: t.terminate()}
 	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
@@ -66,6 +57,18 @@ func (t *stdioTarget) connectShutdown(ctx context.Context, version string) (*cli
 			_ = cmd.Wait()
 		}
 		return nil, nil, fmt.Errorf("conformance: start stdio server: %w", err)
+	}
+	return cs, cmd, nil
+}
+
+// connectShutdown starts the server command for one session and returns the
+// function that shuts it down as an orchestrator does: SIGTERM, then the
+// end of its input, and the wait for it to exit (killed after the
+// terminate duration).
+func (t *stdioTarget) connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error) {
+	cs, cmd, err := t.startSession(ctx, version)
+	if err != nil {
+		return nil, nil, err
 	}
 	shutdown := func(context.Context) error {
 		if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
