@@ -4,6 +4,8 @@ go 1.26.8
 
 require github.com/spf13/cobra v1.10.2
 
+require github.com/go-json-experiment/json v1.27.2
+
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
@@ -26,7 +28,7 @@ require (
 	golang.org/x/mod v0.36.0 // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.35.0 // indirect
-	golang.org/x/sync v0.21.0 // indirect
+	golang.org/x/sync v0.21.0
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.45.0 // indirect
 	golang.org/x/text v0.38.0 // indirect

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -45,6 +46,12 @@ type Server struct {
 	names map[string]bool
 
 	sdkLogger *slog.Logger // the SDK's own lines, message only
+
+	// stash holds large tools/call arguments in flight over HTTP.
+	stash argStash
+	// httpCalls counts HTTP requests in flight, which shutdown lets finish
+	// before it closes the sessions.
+	httpCalls tracker
 
 	shutdownOnce sync.Once
 }
@@ -101,7 +108,20 @@ func (s *Server) Tools() []Tool { return append([]Tool(nil), s.tools...) }
 // state, and always answer with a result, never a Go error (ERR-1).
 func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, verr := t.validate(req.Params.Arguments)
+		raw := req.Params.Arguments
+		if tok, ok := stashToken(raw); ok {
+			// The HTTP front end kept these arguments out of the SDK's
+			// copy of the request (see argStash).
+			if raw, ok = s.stash.take(tok, sessionID(req)); !ok {
+				return errorResult(invalidField(stashKey)), nil
+			}
+		}
+		// Raw bytes that are not UTF-8 would be decoded as U+FFFD and
+		// written as such: refuse them, naming the field (FILE-1, VAL-6).
+		if field := invalidUTF8Member(raw); field != "" {
+			return errorResult(invalidField(field)), nil
+		}
+		a, verr := t.validate(raw)
 		if verr != nil {
 			return errorResult(verr), nil
 		}
@@ -218,8 +238,11 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // RunStdio serves one session on stdin and stdout until stdin reaches EOF
 // or ctx is done, and destroys the session's sandboxes before returning.
+// A line that is not a valid JSON-RPC message is answered with a JSON-RPC
+// error and skipped; the session goes on. Requests read before end of
+// input are answered before the cleanup runs.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &mcp.StdioTransport{MaxLineLength: maxMessageBytes(s.deps.Limits)})
+	return s.Run(ctx, &lineTransport{r: os.Stdin, w: os.Stdout, maxLine: maxMessageBytes(s.deps.Limits)})
 }
 
 // maxMessageBytes is the largest JSON-RPC message accepted: room for an
