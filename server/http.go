@@ -54,7 +54,7 @@ const (
 	DefaultMaxInFlightBytes = 96 << 20
 	// DefaultInFlightWait is how long a large request waits for room in
 	// the in-flight budget before it is refused with 503 and Retry-After.
-	DefaultInFlightWait = 5 * time.Second
+	DefaultInFlightWait = 15 * time.Second
 	// DefaultEvictIdle is how long a session must have been idle (no
 	// request in flight, none received) before it may be closed to make
 	// room for a new session when the server is full.
@@ -233,8 +233,6 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			streamable.ServeHTTP(w, r)
 			return
 		}
-		s.httpCalls.add()
-		defer s.httpCalls.done()
 		// The SDK would answer these without reading the body; so do we.
 		if baseMediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
 			streamable.ServeHTTP(w, r)
@@ -250,6 +248,9 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		defer s.releasePost(p)
 		r.Body = io.NopCloser(bytes.NewReader(p.body))
 		r.ContentLength = int64(len(p.body))
+		// Shutdown lets the requests the SDK is handling answer first.
+		s.httpCalls.add()
+		defer s.httpCalls.done()
 		if id != "" {
 			defer s.reg.activeHTTP(id)()
 			streamable.ServeHTTP(w, r)

@@ -166,12 +166,17 @@ func connectionLost(ctx context.Context) bool {
 }
 
 // Shutdown ends every session: it destroys every owned sandbox (and nothing
-// else), closes the SDK sessions, and waits for the destroys to finish or
+// else), cancels the calls in flight and lets them answer (within ctx),
+// closes the SDK sessions, and waits for the destroys to finish or
 // ctx to end. Sessions that start afterwards are closed at once. It may be
 // called more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.deps.Logger.Info("server shutting down") })
 	s.reg.beginShutdown()
+	// The calls in flight were cancelled with their sessions: let them
+	// send their answers before the SDK sessions close, which would cut
+	// their response streams and leave an empty 200.
+	_ = s.httpCalls.wait(ctx)
 	var closing tracker
 	for ss := range s.mcp.Sessions() {
 		closing.add()
@@ -200,8 +205,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		return fmt.Errorf("server: shutdown: %w (%d sandbox destroys unfinished)", err, len(pending))
 	}
-	if u := s.Unresolved(); len(u) > 0 {
-		return fmt.Errorf("server: shutdown: %d sandboxes could not be destroyed (listed in the log)", len(u))
+	if n := s.UnresolvedCount(); n > 0 {
+		return fmt.Errorf("server: shutdown: %d sandboxes could not be destroyed (listed in the log)", n)
 	}
 	return nil
 }
