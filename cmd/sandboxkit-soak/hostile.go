@@ -23,8 +23,10 @@ import (
 	"github.com/sandboxkit/sandboxkit/server"
 )
 
-// hostileConfig is the -hostile mix: what one attacking client sends, in
-// phases, while a second client (another loopback address) keeps calling.
+// hostileConfig is the -hostile mix: what one attacking client
+// (127.0.0.1) sends, in phases, while a second client (127.0.0.2) keeps
+// calling; a third (127.0.0.3) makes the concurrent uploads and a fourth
+// (127.0.0.4) the malformed messages.
 type hostileConfig struct {
 	// Target is the /mcp URL of a server already running ("": one is
 	// started in this process on the default options, on an in-process
@@ -120,7 +122,12 @@ func runHostile(ctx context.Context, cfg hostileConfig, logw io.Writer) (*hostil
 	if pid == 0 {
 		pid = os.Getpid()
 	}
-	attacker, victimHC, uploader := clientFrom("127.0.0.1"), clientFrom("127.0.0.2"), clientFrom("127.0.0.3")
+	attacker, victimHC, uploader, prober := clientFrom("127.0.0.1"), clientFrom("127.0.0.2"), clientFrom("127.0.0.3"), clientFrom("127.0.0.4")
+	defer func() {
+		for _, c := range []*http.Client{attacker, victimHC, uploader, prober} {
+			c.CloseIdleConnections()
+		}
+	}()
 	rep.BaselineRSS = rssOf(pid)
 
 	// The other client: one established session, calling throughout.
@@ -236,9 +243,10 @@ func runHostile(ctx context.Context, cfg hostileConfig, logw io.Writer) (*hostil
 		}
 		wg.Wait()
 	})
-	// 4. Malformed bodies on an established session.
+	// 4. Malformed bodies on an established session (of a fourth client:
+	// the attacker's own slots are full by now).
 	phase("malformed", func(count func(string)) {
-		c := &mcpClient{hc: attacker, endpoint: endpoint}
+		c := &mcpClient{hc: prober, endpoint: endpoint}
 		if err := c.initialize(ctx); err != nil {
 			count("init-" + statusOf(err))
 			return
@@ -253,6 +261,9 @@ func runHostile(ctx context.Context, cfg hostileConfig, logw io.Writer) (*hostil
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 			count(strconv.Itoa(resp.StatusCode))
+		}
+		if _, err := c.call(ctx, "ping", map[string]any{}); err != nil {
+			rep.Failures = append(rep.Failures, "the session was unusable after the malformed messages")
 		}
 	})
 	// 5. Concurrent large uploads, from a third client.
