@@ -366,3 +366,49 @@ func TestUnresolvedBounded(t *testing.T) {
 	h.srv.reg.state.unresolved, h.srv.reg.state.dropped = nil, 0
 	h.srv.reg.state.mu.Unlock()
 }
+
+// TestSandboxesPerSession: one session owns at most SandboxesPerSession
+// sandboxes, concurrent creates included; killing one makes room.
+func TestSandboxesPerSession(t *testing.T) {
+	h := newHarness(t, &harnessOptions{limits: Limits{SandboxesPerSession: 3}})
+	c := h.connect()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var ids []string
+	refused := 0
+	for range 8 {
+		wg.Go(func() {
+			res, err := c.callErr("create_sandbox", map[string]any{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if res.IsError {
+				if te := toolErrorOf(t, "create_sandbox", res); te.Code != codeTooManySandboxes || te.Category != sandbox.RateLimited {
+					t.Errorf("refusal %+v", te)
+				}
+				refused++
+				return
+			}
+			var out struct {
+				SandboxID string `json:"sandbox_id"`
+			}
+			data, _ := json.Marshal(res.StructuredContent)
+			_ = json.Unmarshal(data, &out)
+			ids = append(ids, out.SandboxID)
+		})
+	}
+	wg.Wait()
+	if len(ids) != 3 || refused != 5 || h.fp.LiveCount() != 3 {
+		t.Fatalf("%d created, %d refused, %d live; want 3, 5, 3", len(ids), refused, h.fp.LiveCount())
+	}
+	c.ok("kill_sandbox", map[string]any{"sandbox_id": ids[0]})
+	c.ok("create_sandbox", map[string]any{})
+	if te := c.fail("create_sandbox", map[string]any{}); te.Code != codeTooManySandboxes {
+		t.Errorf("fourth create: %+v", te)
+	}
+	c.close()
+	waitFor(t, "the session's sandboxes destroyed", func() bool { return h.fp.LiveCount() == 0 })
+}

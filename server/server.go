@@ -143,6 +143,14 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 			}
 		})
 		defer stop()
+		if t.Name() == toolCreateSandbox {
+			limit := s.deps.Limits.SandboxesPerSession
+			release, ok := sess.reserveCreate(limit)
+			if !ok {
+				return errorResult(tooManySandboxes(limit)), nil
+			}
+			defer release()
+		}
 		ctx, cancel := sess.bind(ctx)
 		defer cancel()
 		out, err := t.handler(ctx, sess, a)
@@ -156,6 +164,10 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		return res, nil
 	}
 }
+
+// toolCreateSandbox is the tool whose calls the per-session sandbox cap
+// counts.
+const toolCreateSandbox = "create_sandbox"
 
 // connectionLost reports whether ctx was cancelled because the connection
 // failed (end of file, a read or write error) rather than by the client's

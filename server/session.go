@@ -57,6 +57,9 @@ type session struct {
 	defaultID string // canonical ID of the default sandbox, "" for none
 	owned     map[string]*ownedSandbox
 	commands  map[string]*bgCommand
+	// creating counts explicit creates in flight, which the per-session
+	// cap counts with owned.
+	creating int
 	// gone are owned sandboxes whose kill the platform answered with 404:
 	// no longer used, but destroyed again at close in case the answer was
 	// wrong (a destroy of a sandbox that is gone is harmless).
@@ -96,6 +99,33 @@ func (s *session) ownedByID(id string) (*ownedSandbox, bool) {
 	defer s.mu.Unlock()
 	o, ok := s.owned[id]
 	return o, ok
+}
+
+// codeTooManySandboxes is the tool error code of a create beyond
+// Limits.SandboxesPerSession.
+const codeTooManySandboxes = "too_many_sandboxes"
+
+// tooManySandboxes is the error of a create beyond the per-session cap.
+func tooManySandboxes(limit int) *ToolError {
+	return &ToolError{Category: sandbox.RateLimited, Code: codeTooManySandboxes,
+		Recovery: "this session owns " + itoa(limit) + " sandboxes, its limit: kill one with kill_sandbox first"}
+}
+
+// reserveCreate makes room for one explicit create within limit owned
+// sandboxes; the returned release must be called once the create is done
+// (adopted or failed).
+func (s *session) reserveCreate(limit int) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.owned)+s.creating >= limit {
+		return nil, false
+	}
+	s.creating++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.creating--
+	}, true
 }
 
 // adopt records a sandbox this session just created as owned and default

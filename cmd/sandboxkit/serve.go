@@ -43,6 +43,7 @@ type serveConfig struct {
 	maxEnvelope     int64
 	maxInFlight     int64
 	evictIdle       time.Duration
+	perSession      int
 }
 
 // newServeCommand runs the reference MCP server.
@@ -72,7 +73,8 @@ embedded in-memory fake provider, and nothing leaves the process.
 Sessions. Each MCP session has at most one default sandbox and owns the
 sandboxes it creates. When the session ends (end of stdin, HTTP DELETE, HTTP
 idle timeout, or server shutdown on SIGINT/SIGTERM) every sandbox it owns is
-destroyed, and no other sandbox is touched.
+destroyed, and no other sandbox is touched. A session owns at most
+--sandboxes-per-session sandboxes at once.
 
 Provider outages. Every control-plane request, and every in-sandbox request
 that has no longer bound of its own, must be answered within
@@ -140,6 +142,7 @@ Examples:
 	f.DurationVar(&cfg.destroyRetry, "destroy-retry", server.DefaultDestroyRetryFor, "how long a failed close-time destroy is retried, with backoff, before the sandbox is reported as not destroyed (0: no retry)")
 	f.IntVar(&cfg.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live HTTP sessions at once; beyond, a new session gets 503 (0: no cap)")
 	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", server.DefaultMaxSessionsPerClient, "most live HTTP sessions from one client (IP address, IPv6 /64, or --client-ip-header); beyond, a new session gets 429 (0: no cap but --max-sessions)")
+	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
 	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
 	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
 	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes held at once across the HTTP server; a large request waits, then gets 503 (0: no bound)")
@@ -155,7 +158,7 @@ func serveLimits(cfg serveConfig) server.Limits {
 	if retry == 0 {
 		retry = -1 // a single attempt
 	}
-	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession}
 }
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
