@@ -129,9 +129,6 @@ func checkFrame(data []byte) (*frame, *frameError) {
 			}
 		case 'n':
 			f.id = ""
-			if len(method) == 0 {
-				break // an error response with id null: let the SDK see it
-			}
 			return nil, &frameError{code: jsonrpc.CodeInvalidRequest, msg: "invalid request: id must not be null"}
 		default:
 			f.id = ""
@@ -140,6 +137,9 @@ func checkFrame(data []byte) (*frame, *frameError) {
 	}
 	if string(version) != `"2.0"` {
 		return nil, &frameError{id: f.id, code: jsonrpc.CodeInvalidRequest, msg: `invalid request: "jsonrpc" must be "2.0"`}
+	}
+	if len(method) == 0 && !haveID {
+		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, msg: "invalid request: neither a method nor an id"}
 	}
 	if len(method) > 0 {
 		if method.Kind() != '"' {
