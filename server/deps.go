@@ -79,7 +79,7 @@ const (
 	DefaultTransferBytes         = 16 << 20
 	DefaultBackgroundBufferBytes = 1 << 20
 	DefaultBackgroundCommands    = 64
-	DefaultSandboxesPerSession   = 16
+	DefaultSandboxesPerSession   = 24
 	DefaultFileTimeout           = 5 * time.Minute
 	DefaultDestroyTimeout        = 30 * time.Second
 	DefaultDestroyRetryFor       = 2 * time.Minute

@@ -210,3 +210,26 @@ func (b neverEnding) Read(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestStdioStopsWhileInputIsOpen: cancelling the server (SIGTERM) ends a
+// stdio session promptly even though input never ends and a read is
+// blocked.
+func TestStdioStopsWhileInputIsOpen(t *testing.T) {
+	h := newHarness(t, nil)
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Run(ctx, &lineTransport{r: pr, w: &out, maxLine: 1 << 20}) }()
+	if _, err := io.WriteString(pw, stdioInit+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "initialize answered", func() bool { return strings.Contains(out.String(), `"id":1,"result"`) })
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after cancellation with input still open")
+	}
+}

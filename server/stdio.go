@@ -31,21 +31,49 @@ type lineTransport struct {
 
 // Connect implements mcp.Transport.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	return &lineConn{
-		in:      bufio.NewReaderSize(t.r, 64<<10),
-		w:       t.w,
-		maxLine: t.maxLine,
-		pending: map[string]struct{}{},
-		closed:  make(chan struct{}),
-		idle:    make(chan struct{}, 1),
-	}, nil
+	c := &lineConn{
+		in:       bufio.NewReaderSize(t.r, 64<<10),
+		w:        t.w,
+		maxLine:  t.maxLine,
+		pending:  map[string]struct{}{},
+		closed:   make(chan struct{}),
+		idle:     make(chan struct{}, 1),
+		incoming: make(chan lineRead),
+	}
+	// Reading blocks (on stdin, without a deadline): it runs on its own,
+	// so that Close can end Read at once, as the SDK's jsonrpc2 expects.
+	go c.readLoop()
+	return c, nil
+}
+
+// lineRead is one line read, or the error that ended reading.
+type lineRead struct {
+	line []byte
+	err  error
+}
+
+// readLoop reads lines until an error other than a long line, handing
+// each to Read.
+func (c *lineConn) readLoop() {
+	for {
+		line, err := c.readLine()
+		select {
+		case c.incoming <- lineRead{line, err}:
+		case <-c.closed:
+			return
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return
+		}
+	}
 }
 
 // lineConn is one stdio connection. Read is called by one goroutine of the
 // SDK; Write by many.
 type lineConn struct {
-	in      *bufio.Reader
-	maxLine int
+	in       *bufio.Reader // read by readLoop only
+	maxLine  int
+	incoming chan lineRead
 
 	wmu sync.Mutex
 	w   io.Writer
@@ -100,7 +128,15 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		line, err := c.readLine()
+		var r lineRead
+		select {
+		case r = <-c.incoming:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-c.closed:
+			return nil, io.EOF
+		}
+		line, err := r.line, r.err
 		if errors.Is(err, errLineTooLong) {
 			c.refuse(&frameError{code: jsonrpc.CodeInvalidRequest,
 				msg: fmt.Sprintf("invalid request: message longer than %d bytes", c.maxLine)})
