@@ -48,7 +48,21 @@ func (e *frameError) response() []byte {
 // integralID is the only form of numeric JSON-RPC id accepted: an integer
 // written without fraction or exponent. JSON-RPC 2.0 §4 says numbers
 // "SHOULD NOT contain fractional parts"; the SDK would answer 1.5 as 1.
-var integralID = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,17})$`)
+var integralID = regexp.MustCompile(`^-?(0|[1-9][0-9]{0,18})$`)
+
+// maxExactID is the largest id magnitude the SDK answers exactly: it
+// decodes ids as float64.
+const maxExactID = 1 << 53
+
+// validNumericID reports whether a raw numeric id is an integer the SDK
+// answers under the same id.
+func validNumericID(raw string) bool {
+	if !integralID.MatchString(raw) {
+		return false
+	}
+	n, err := strconv.ParseInt(raw, 10, 64)
+	return err == nil && n <= maxExactID && n >= -maxExactID
+}
 
 // checkFrame validates one JSON-RPC message strictly, before any decoder
 // that would be lenient sees it: exactly one JSON value (nothing after it),
@@ -123,9 +137,9 @@ func checkFrame(data []byte) (*frame, *frameError) {
 		switch k := jsontext.Value(f.id).Kind(); k {
 		case '"':
 		case '0':
-			if !integralID.MatchString(f.id) {
+			if !validNumericID(f.id) {
 				f.id = ""
-				return nil, &frameError{code: jsonrpc.CodeInvalidRequest, msg: "invalid request: id must be a string or an integer"}
+				return nil, &frameError{code: jsonrpc.CodeInvalidRequest, msg: "invalid request: id must be a string or an integer of at most 2^53"}
 			}
 		case 'n':
 			f.id = ""
