@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -171,6 +172,11 @@ func TestInFlightBudget(t *testing.T) {
 	resp, body = rawPost(t, hc, ts.URL, id, strings.NewReader(`{"jsonrpc":"2.0","id":4,"method":"ping"}`), nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("small request while the budget is full: %d %s", resp.StatusCode, body)
+	}
+	// A reader of unknown length is sent chunked: small, it needs no room.
+	resp, body = rawPost(t, hc, ts.URL, id, io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)), nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("small chunked request while the budget is full: %d %s", resp.StatusCode, body)
 	}
 	conn.Close()
 	waitFor(t, "the large request is served once the budget frees", func() bool {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -167,33 +166,36 @@ func (s *Server) readPost(r *http.Request, o HTTPOptions, budget *byteBudget) (*
 		return nil, tooLarge(o.MaxRequestBodyBytes, "request body")
 	}
 	p := &post{}
-	hold := n
-	if hold < 0 {
-		hold = o.MaxRequestBodyBytes // unknown length: room for the largest
-	}
-	if hold > smallBodyBytes {
-		if !budget.acquire(r.Context(), hold) {
-			s.deps.Logger.Warn("request refused: bytes in flight at the server's budget", "budget", budget.size)
-			return nil, &refusal{status: http.StatusServiceUnavailable, retryAfter: 2, err: &frameError{code: -32000,
-				msg: "server busy: too many large requests in flight; retry shortly"}}
-		}
-		p.held, p.budget = hold, budget
+	busy := func() (*post, *refusal) {
+		s.releasePost(p)
+		s.deps.Logger.Warn("request refused: bytes in flight at the server's budget", "budget", budget.size)
+		return nil, &refusal{status: http.StatusServiceUnavailable, retryAfter: 2, err: &frameError{code: -32000,
+			msg: "server busy: too many large requests in flight; retry shortly"}}
 	}
 	var body []byte
 	var err error
 	if n >= 0 {
+		if n > smallBodyBytes {
+			if !budget.acquire(r.Context(), n) {
+				return busy()
+			}
+			p.held, p.budget = n, budget
+		}
 		body = make([]byte, n)
 		_, err = io.ReadFull(r.Body, body)
-		if err == nil {
-			// Anything beyond the declared length is refused as the
-			// HTTP server would.
-			var one [1]byte
-			if m, _ := r.Body.Read(one[:]); m > 0 {
-				err = errors.New("body longer than declared")
-			}
-		}
 	} else {
-		body, err = io.ReadAll(io.LimitReader(r.Body, o.MaxRequestBodyBytes+1))
+		// Unknown length (chunked): a small body is read without the
+		// budget; past that, room for the largest is held.
+		body, err = io.ReadAll(io.LimitReader(r.Body, smallBodyBytes+1))
+		if err == nil && len(body) > smallBodyBytes {
+			if !budget.acquire(r.Context(), o.MaxRequestBodyBytes) {
+				return busy()
+			}
+			p.held, p.budget = o.MaxRequestBodyBytes, budget
+			var rest []byte
+			rest, err = io.ReadAll(io.LimitReader(r.Body, o.MaxRequestBodyBytes+1-int64(len(body))))
+			body = append(body, rest...)
+		}
 		if err == nil && int64(len(body)) > o.MaxRequestBodyBytes {
 			s.releasePost(p)
 			return nil, tooLarge(o.MaxRequestBodyBytes, "request body")
