@@ -418,3 +418,26 @@ func TestSandboxesPerSession(t *testing.T) {
 	c.close()
 	waitFor(t, "the session's sandboxes destroyed", func() bool { return h.fp.LiveCount() == 0 })
 }
+
+// TestLongCallOutlivesReadTimeout: the read timeout bounds reading the
+// body only; a call that takes longer than it after the body was read is
+// answered.
+func TestLongCallOutlivesReadTimeout(t *testing.T) {
+	h := newHarness(t, nil)
+	hs := h.srv.HTTPServer(&HTTPOptions{ReadTimeout: 200 * time.Millisecond})
+	ts := httptest.NewUnstartedServer(hs.Handler)
+	ts.Config.ReadHeaderTimeout = hs.ReadHeaderTimeout
+	ts.Start()
+	defer ts.Close()
+	hc := httpClient(t, nil)
+	id := rawSession(t, hc, ts.URL)
+	h.fp.InjectFault(fakeprovider.Fault{Op: sandbox.OpListSandboxes, Delay: 700 * time.Millisecond, Times: 1})
+	resp, body := rawPost(t, hc, ts.URL, id, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"list_sandboxes","arguments":{}}}`), nil)
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"sandboxes"`)) {
+		t.Errorf("a call longer than the read timeout: %d %q", resp.StatusCode, body)
+	}
+	rawDelete(t, hc, ts.URL, id)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = h.srv.Shutdown(ctx)
+}

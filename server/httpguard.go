@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"strconv"
@@ -183,6 +184,17 @@ func (s *Server) readPost(r *http.Request, o HTTPOptions, budget *byteBudget) (*
 		}
 		body = make([]byte, n)
 		_, err = io.ReadFull(r.Body, body)
+		if err == nil {
+			// Read on to the end of the body: the read deadline is
+			// cleared there (deadlineBody), so that it cannot cut a long
+			// call; and a body longer than declared is refused.
+			var one [1]byte
+			if m, rerr := r.Body.Read(one[:]); m > 0 {
+				err = errors.New("body longer than declared")
+			} else if rerr != nil && rerr != io.EOF {
+				err = rerr
+			}
+		}
 	} else {
 		// Unknown length (chunked): a small body is read without the
 		// budget; past that, room for the largest is held.
