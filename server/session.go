@@ -58,8 +58,9 @@ type session struct {
 	owned     map[string]*ownedSandbox
 	commands  map[string]*bgCommand
 	// creating counts explicit creates in flight, which the per-session
-	// cap counts with owned.
-	creating int
+	// cap counts with owned; adopt moves one to owned at once (adopted
+	// counts those whose release is still to come).
+	creating, adopted int
 	// gone are owned sandboxes whose kill the platform answered with 404:
 	// no longer used, but destroyed again at close in case the answer was
 	// wrong (a destroy of a sandbox that is gone is harmless).
@@ -124,6 +125,10 @@ func (s *session) reserveCreate(limit int) (release func(), ok bool) {
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
+		if s.adopted > 0 {
+			s.adopted-- // adopt already stopped counting this one
+			return
+		}
 		s.creating--
 	}, true
 }
@@ -139,6 +144,11 @@ func (s *session) adopt(id string, h *sandbox.Sandbox, renewal time.Duration) (*
 	}
 	o := &ownedSandbox{handle: h, renewal: renewal}
 	s.owned[id] = o
+	if s.creating > 0 {
+		// The create in flight is now owned: count it once.
+		s.creating--
+		s.adopted++
+	}
 	s.defaultID = id
 	return o, true
 }
