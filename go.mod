@@ -4,11 +4,10 @@ go 1.26.8
 
 require github.com/spf13/cobra v1.10.2
 
-require github.com/go-json-experiment/json v1.27.2
-
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
+	github.com/go-json-experiment/json v1.27.2
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-task/slim-sprig/v3 v3.0.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
