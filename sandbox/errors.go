@@ -63,6 +63,9 @@ const (
 	// CodeResponseTooLarge: a success answer past the SDK's bound on one
 	// answer (32 MiB), refused unread beyond it.
 	CodeResponseTooLarge = "response_too_large"
+	// CodeNotSent: no connection could be made (refused, no route, name
+	// not found), so the request never reached the provider.
+	CodeNotSent = "not_sent"
 )
 
 // Error is the one error type of the SDK. Its text names the operation, the
@@ -201,8 +204,11 @@ func transportError(op string, err error) *Error {
 	if errors.As(err, &netErr) && netErr.Timeout() {
 		return &Error{Op: op, Category: Timeout}
 	}
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
-		return &Error{Op: op, Category: Unavailable}
+	// A connection that could not be made carried no request: the
+	// provider cannot have acted on it.
+	var opErr *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &opErr) && opErr.Op == "dial" {
+		return &Error{Op: op, Category: Unavailable, Code: CodeNotSent}
 	}
 	return &Error{Op: op, Category: Unavailable}
 }

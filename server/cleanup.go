@@ -48,6 +48,11 @@ type Unresolved struct {
 	Attempts int `json:"attempts"`
 }
 
+// maxUnresolved bounds the list [Server.Unresolved] returns: a provider
+// that stays down must not grow it without end. Every entry is also logged
+// when it is given up on.
+const maxUnresolved = 1000
+
 // cleanupJob is one close-time destroy, or one check for a sandbox that a
 // failed create may have left.
 type cleanupJob struct {
@@ -64,7 +69,8 @@ type cleanupJob struct {
 type cleanupState struct {
 	mu         sync.Mutex
 	inFlight   map[*cleanupJob]struct{}
-	unresolved []Unresolved
+	unresolved []Unresolved  // the newest maxUnresolved
+	dropped    int           // older ones no longer listed
 	abandoned  chan struct{} // closed when shutdown gives up waiting
 	abandonOne sync.Once
 }
@@ -210,6 +216,11 @@ func (r *registry) attemptOnce(attempt func(ctx context.Context) error) error {
 func (r *registry) giveUp(job *cleanupJob, cat sandbox.Category, attempts int) {
 	u := Unresolved{SandboxID: job.id, CreateTag: job.tag, Session: job.session, Category: cat, Attempts: attempts}
 	r.state.mu.Lock()
+	if len(r.state.unresolved) >= maxUnresolved {
+		// Keep the newest; each was logged when it was given up on.
+		r.state.unresolved = append(r.state.unresolved[:0], r.state.unresolved[1:]...)
+		r.state.dropped++
+	}
 	r.state.unresolved = append(r.state.unresolved, u)
 	r.state.mu.Unlock()
 	if job.id != "" {
@@ -244,7 +255,8 @@ func (r *registry) pendingCleanups() []string {
 }
 
 // Unresolved returns the sandboxes the server gave up destroying so far,
-// oldest first. An empty result after [Server.Shutdown] returned nil means
+// oldest first: at most the newest 1000 (each one was also logged when it
+// was given up on; see [Server.UnresolvedCount] for the total). An empty result after [Server.Shutdown] returned nil means
 // every sandbox the server created has been destroyed.
 func (s *Server) Unresolved() []Unresolved {
 	s.reg.state.mu.Lock()
@@ -265,6 +277,10 @@ func ambiguousCreate(err error) bool {
 	case se.HTTPStatus >= 500, se.HTTPStatus >= 200 && se.HTTPStatus < 300:
 		return true
 	case se.HTTPStatus == 0:
+		// A connection that was never made carried no create.
+		if se.Code == sandbox.CodeNotSent {
+			return false
+		}
 		return se.Category == sandbox.Timeout || se.Category == sandbox.Unavailable
 	}
 	return false
@@ -272,3 +288,11 @@ func ambiguousCreate(err error) bool {
 
 // createTagValue returns a fresh random create tag.
 func createTagValue() string { return randomHex(12) }
+
+// UnresolvedCount returns how many sandboxes the server gave up destroying
+// so far, including those no longer listed by [Server.Unresolved].
+func (s *Server) UnresolvedCount() int {
+	s.reg.state.mu.Lock()
+	defer s.reg.state.mu.Unlock()
+	return len(s.reg.state.unresolved) + s.reg.state.dropped
+}

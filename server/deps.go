@@ -85,6 +85,10 @@ type Limits struct {
 	// DestroyConcurrency is how many close-time destroys run at once, across
 	// the whole server. Default [DefaultDestroyConcurrency].
 	DestroyConcurrency int
+	// SandboxesPerSession caps the sandboxes one session may own at once
+	// (created and not yet killed); create_sandbox beyond it is a
+	// rate_limited tool error. Default [DefaultSandboxesPerSession].
+	SandboxesPerSession int
 }
 
 // Defaults of [Limits].
@@ -94,6 +98,7 @@ const (
 	DefaultTransferBytes         = 16 << 20
 	DefaultBackgroundBufferBytes = 1 << 20
 	DefaultBackgroundCommands    = 64
+	DefaultSandboxesPerSession   = 24
 	DefaultFileTimeout           = 5 * time.Minute
 	DefaultDestroyTimeout        = 30 * time.Second
 	DefaultDestroyRetryFor       = 2 * time.Minute
@@ -131,6 +136,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.DestroyConcurrency <= 0 {
 		l.DestroyConcurrency = DefaultDestroyConcurrency
+	}
+	if l.SandboxesPerSession <= 0 {
+		l.SandboxesPerSession = DefaultSandboxesPerSession
 	}
 	return l
 }

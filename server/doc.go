@@ -44,9 +44,13 @@
 // [Deps.OwnerLease] the platform is never told a lifetime beyond the lease,
 // which the server renews while the owning session lives (docs/deploy.md).
 //
-// Over HTTP, [HTTPOptions] caps live sessions (in all and per client),
-// bounds request bodies, and cuts off clients that send or read too slowly;
-// [Server.HTTPServer] adds the connection-level bounds.
+// Over HTTP, [HTTPOptions] caps live sessions (in all and per client, the
+// idle longest evicted first), bounds request bodies by method and the
+// bytes held in flight across the server, and cuts off clients that send
+// or read too slowly; [Server.HTTPServer] adds the connection-level
+// bounds. Both transports check every message strictly before it is
+// handled (no duplicate member names, no data after the value, integer or
+// string ids): stdio answers a bad line with a JSON-RPC error and goes on.
 //
 // The same [Server] serves stdio ([Server.RunStdio]) and Streamable HTTP
 // ([Server.HTTPHandler]) with one *mcp.Server, so tools/list and results are

@@ -1,17 +1,20 @@
 package server
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 )
 
 // HTTP paths.
@@ -37,6 +40,25 @@ const (
 	// DefaultConnIdleTimeout closes a keep-alive connection idle this long
 	// (see [Server.HTTPServer]).
 	DefaultConnIdleTimeout = 2 * time.Minute
+	// DefaultMaxSessionsPerClient is how many live sessions one client
+	// (see [HTTPOptions.ClientIPHeader]) may hold: enough for any one
+	// agent, and far below [DefaultMaxSessions], so that one client
+	// cannot lock the others out.
+	DefaultMaxSessionsPerClient = 64
+	// DefaultMaxEnvelopeBytes bounds every request except the arguments
+	// of a tools/call (initialize, ping, notifications, and the rest of a
+	// tools/call): what an idle session may keep of its last request.
+	DefaultMaxEnvelopeBytes = 256 << 10
+	// DefaultMaxInFlightBytes bounds the request bytes held at once across
+	// the server (about four of the largest uploads).
+	DefaultMaxInFlightBytes = 96 << 20
+	// DefaultInFlightWait is how long a large request waits for room in
+	// the in-flight budget before it is refused with 503 and Retry-After.
+	DefaultInFlightWait = 15 * time.Second
+	// DefaultEvictIdle is how long a session must have been idle (no
+	// request in flight, none received) before it may be closed to make
+	// room for a new session when the server is full.
+	DefaultEvictIdle = time.Minute
 )
 
 // HTTPOptions configures [Server.HTTPHandler]. A nil *HTTPOptions selects
@@ -57,10 +79,37 @@ type HTTPOptions struct {
 	// that would open one more is refused with 503 and a JSON-RPC error
 	// saying so. Zero means [DefaultMaxSessions]; negative means no cap.
 	MaxSessions int
-	// MaxSessionsPerClient caps the live sessions of one client (one remote
-	// IP address); beyond it a new session is refused with 429. Zero or
-	// negative means no cap beyond MaxSessions.
+	// MaxSessionsPerClient caps the live sessions of one client; beyond it
+	// a new session is refused with 429. A session counts against its
+	// client from the moment it is established (its initialize answered),
+	// so a connection that never finishes its body holds no slot. Zero
+	// means [DefaultMaxSessionsPerClient]; negative means no cap beyond
+	// MaxSessions.
 	MaxSessionsPerClient int
+	// ClientIPHeader, when set, names a request header that a trusted
+	// reverse proxy in front of the server sets to the client's address
+	// (for example X-Forwarded-For, whose last element is used, or
+	// X-Real-IP). Without it, or when the header holds no address, the
+	// client is the connection's remote address. IPv6 clients are keyed by
+	// their /64 prefix, so that one host cannot rotate addresses.
+	ClientIPHeader string
+	// MaxEnvelopeBytes bounds every request other than the arguments of a
+	// tools/call (413 beyond). Zero means [DefaultMaxEnvelopeBytes].
+	MaxEnvelopeBytes int64
+	// MaxInFlightBytes bounds the request bytes held at once across the
+	// server; a large request waits up to InFlightWait for room, then is
+	// refused with 503 and Retry-After. Zero means
+	// [DefaultMaxInFlightBytes] (raised to MaxRequestBodyBytes if that is
+	// larger); negative means no bound.
+	MaxInFlightBytes int64
+	// InFlightWait is how long a request waits for the in-flight budget.
+	// Zero means [DefaultInFlightWait].
+	InFlightWait time.Duration
+	// EvictIdle is how long a session must have been idle before it may be
+	// closed (its sandboxes destroyed) to make room when MaxSessions is
+	// reached; the longest idle goes first. Zero means
+	// [DefaultEvictIdle]; negative means never evict.
+	EvictIdle time.Duration
 	// ReadTimeout bounds reading a request's body (and, in
 	// [Server.HTTPServer], its headers): a client that sends slower is cut
 	// off. Zero means [DefaultReadTimeout]; negative means no bound.
@@ -90,6 +139,25 @@ func (o *HTTPOptions) withDefaults(l Limits) HTTPOptions {
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.MaxSessionsPerClient == 0 {
+		c.MaxSessionsPerClient = DefaultMaxSessionsPerClient
+	}
+	if c.MaxEnvelopeBytes == 0 {
+		c.MaxEnvelopeBytes = DefaultMaxEnvelopeBytes
+	}
+	c.MaxEnvelopeBytes = min(c.MaxEnvelopeBytes, c.MaxRequestBodyBytes)
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = max(DefaultMaxInFlightBytes, c.MaxRequestBodyBytes)
+	}
+	if c.MaxInFlightBytes > 0 {
+		c.MaxInFlightBytes = max(c.MaxInFlightBytes, c.MaxRequestBodyBytes)
+	}
+	if c.InFlightWait == 0 {
+		c.InFlightWait = DefaultInFlightWait
+	}
+	if c.EvictIdle == 0 {
+		c.EvictIdle = DefaultEvictIdle
 	}
 	if c.ReadTimeout == 0 {
 		c.ReadTimeout = DefaultReadTimeout
@@ -134,6 +202,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.Token != "" {
 		tokenSum = sha256.Sum256([]byte(o.Token))
 	}
+	budget := &byteBudget{size: o.MaxInFlightBytes, wait: o.InFlightWait}
+	if o.MaxInFlightBytes > 0 {
+		budget.sem = semaphore.NewWeighted(o.MaxInFlightBytes)
+	}
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if o.Token == "" {
 			if !arrivedOnLoopback(r) {
@@ -147,26 +219,56 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		w, r, done := s.slowClientBounds(w, r, o)
 		defer done()
-		switch {
-		case r.Method == http.MethodDelete:
-			s.endHTTPSession(r.Header.Get("Mcp-Session-Id"))
-		case r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "":
-			// A POST without a session ID opens a session: count it
-			// against the caps from now until it ends.
-			client := clientKey(r)
-			ok, perClient := s.reg.reserveHTTP(client, o.MaxSessions, o.MaxSessionsPerClient)
-			if !ok {
-				s.refuseSession(w, perClient, o)
-				return
-			}
-			defer s.reg.releaseHTTP(client)
+		id := r.Header.Get("Mcp-Session-Id")
+		switch r.Method {
+		case http.MethodDelete:
+			s.endHTTPSession(id)
 			streamable.ServeHTTP(w, r)
-			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-				s.reg.bindHTTP(id, client)
+			return
+		case http.MethodPost:
+		default:
+			if id != "" {
+				defer s.reg.activeHTTP(id)()
 			}
+			streamable.ServeHTTP(w, r)
 			return
 		}
+		// The SDK would answer these without reading the body; so do we.
+		if baseMediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
+			streamable.ServeHTTP(w, r)
+			return
+		}
+		// Read and check the whole body first: a client that trickles it
+		// holds no session slot meanwhile.
+		p, rf := s.readPost(r, o, budget)
+		if rf != nil {
+			rf.write(w)
+			return
+		}
+		defer s.releasePost(p)
+		r.Body = io.NopCloser(bytes.NewReader(p.body))
+		r.ContentLength = int64(len(p.body))
+		// Shutdown lets the requests the SDK is handling answer first.
+		s.httpCalls.add()
+		defer s.httpCalls.done()
+		if id != "" {
+			defer s.reg.activeHTTP(id)()
+			streamable.ServeHTTP(w, r)
+			return
+		}
+		// A POST without a session ID may open a session: reserve a slot
+		// until it is established (or not).
+		client := clientKey(r, o.ClientIPHeader)
+		ok, perClient := s.reg.reserveHTTP(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
+		if !ok {
+			s.refuseSession(w, perClient, o)
+			return
+		}
+		defer s.reg.releaseHTTP(client)
 		streamable.ServeHTTP(w, r)
+		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
+			s.reg.bindHTTP(sid, client)
+		}
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(mcpHandler))
@@ -198,13 +300,52 @@ func (s *Server) refuseSession(w http.ResponseWriter, perClient bool, o HTTPOpti
 }
 
 // clientKey identifies the client of a request for the per-client session
-// cap: its remote IP address.
-func clientKey(r *http.Request) string {
+// cap: the address in the trusted header when one is configured and holds
+// one, else the remote IP address; an IPv6 address by its /64.
+func clientKey(r *http.Request, header string) string {
+	if header != "" {
+		if v := r.Header.Values(header); len(v) > 0 {
+			last := v[len(v)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if k, ok := ipKey(strings.TrimSpace(last)); ok {
+				return k
+			}
+		}
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
+	}
+	if k, ok := ipKey(host); ok {
+		return k
 	}
 	return host
+}
+
+// ipKey is the key of one address: an IPv4 address itself, an IPv6
+// address its /64 prefix.
+func ipKey(s string) (string, bool) {
+	addr, err := netip.ParseAddr(strings.Trim(s, "[]"))
+	if err != nil {
+		return "", false
+	}
+	addr = addr.Unmap()
+	if addr.Is4() {
+		return addr.String(), true
+	}
+	p, err := addr.WithZone("").Prefix(64)
+	if err != nil {
+		return "", false
+	}
+	return p.String(), true
+}
+
+// baseMediaTypeOf is a Content-Type without its parameters, lower case.
+func baseMediaTypeOf(v string) string {
+	v, _, _ = strings.Cut(v, ";")
+	return strings.ToLower(strings.TrimSpace(v))
 }
 
 // endHTTPSession closes our record of the session an authenticated DELETE
@@ -215,13 +356,8 @@ func (s *Server) endHTTPSession(id string) {
 	if id == "" {
 		return
 	}
-	for ss := range s.mcp.Sessions() {
-		if ss.ID() == id {
-			if sess, ok := s.reg.lookup(ss); ok {
-				s.reg.end(sess)
-			}
-			return
-		}
+	if sess, ok := s.reg.byHTTPID(id); ok {
+		s.reg.end(sess)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,6 +48,12 @@ type Server struct {
 	names map[string]bool
 
 	sdkLogger *slog.Logger // the SDK's own lines, message only
+
+	// stash holds large tools/call arguments in flight over HTTP.
+	stash argStash
+	// httpCalls counts HTTP requests in flight, which shutdown lets finish
+	// before it closes the sessions.
+	httpCalls tracker
 
 	shutdownOnce sync.Once
 }
@@ -114,7 +121,20 @@ func (s *Server) Tools() []Tool { return append([]Tool(nil), s.tools...) }
 // state, and always answer with a result, never a Go error (ERR-1).
 func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		a, verr := t.validate(req.Params.Arguments)
+		raw := req.Params.Arguments
+		if tok, ok := stashToken(raw); ok {
+			// The HTTP front end kept these arguments out of the SDK's
+			// copy of the request (see argStash).
+			if raw, ok = s.stash.take(tok, sessionID(req)); !ok {
+				return errorResult(invalidField(stashKey)), nil
+			}
+		}
+		// Raw bytes that are not UTF-8 would be decoded as U+FFFD and
+		// written as such: refuse them, naming the field (FILE-1, VAL-6).
+		if field := invalidUTF8Member(raw); field != "" {
+			return errorResult(invalidField(field)), nil
+		}
+		a, verr := t.validate(raw)
 		if verr != nil {
 			return errorResult(verr), nil
 		}
@@ -136,6 +156,14 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 			}
 		})
 		defer stop()
+		if t.Name() == toolCreateSandbox {
+			limit := s.deps.Limits.SandboxesPerSession
+			release, ok := sess.reserveCreate(limit)
+			if !ok {
+				return errorResult(tooManySandboxes(limit)), nil
+			}
+			defer release()
+		}
 		ctx, cancel := sess.bind(ctx)
 		defer cancel()
 		out, err := t.handler(ctx, sess, a)
@@ -150,6 +178,10 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 	}
 }
 
+// toolCreateSandbox is the tool whose calls the per-session sandbox cap
+// counts.
+const toolCreateSandbox = "create_sandbox"
+
 // connectionLost reports whether ctx was cancelled because the connection
 // failed (end of file, a read or write error) rather than by the client's
 // cancellation or a deadline.
@@ -159,13 +191,18 @@ func connectionLost(ctx context.Context) bool {
 }
 
 // Shutdown ends every session: it destroys every owned sandbox (and nothing
-// else), closes the SDK sessions, and waits for the destroys to finish or
+// else), cancels the calls in flight and lets them answer (within ctx),
+// closes the SDK sessions, and waits for the destroys to finish or
 // ctx to end. Sessions that start afterwards are closed at once. It may be
 // called more than once.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.deps.Logger.Info("server shutting down") })
 	s.reg.beginShutdown()
 	s.deps.own.close() // no lease renewal once sessions close
+	// The calls in flight were cancelled with their sessions: let them
+	// send their answers before the SDK sessions close, which would cut
+	// their response streams and leave an empty 200.
+	_ = s.httpCalls.wait(ctx)
 	var closing tracker
 	for ss := range s.mcp.Sessions() {
 		closing.add()
@@ -194,8 +231,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		return fmt.Errorf("server: shutdown: %w (%d sandbox destroys unfinished)", err, len(pending))
 	}
-	if u := s.Unresolved(); len(u) > 0 {
-		return fmt.Errorf("server: shutdown: %d sandboxes could not be destroyed (listed in the log)", len(u))
+	if n := s.UnresolvedCount(); n > 0 {
+		return fmt.Errorf("server: shutdown: %d sandboxes could not be destroyed (listed in the log)", n)
 	}
 	return nil
 }
@@ -232,8 +269,11 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 
 // RunStdio serves one session on stdin and stdout until stdin reaches EOF
 // or ctx is done, and destroys the session's sandboxes before returning.
+// A line that is not a valid JSON-RPC message is answered with a JSON-RPC
+// error and skipped; the session goes on. Requests read before end of
+// input are answered before the cleanup runs.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &mcp.StdioTransport{MaxLineLength: maxMessageBytes(s.deps.Limits)})
+	return s.Run(ctx, &lineTransport{r: os.Stdin, w: os.Stdout, maxLine: maxMessageBytes(s.deps.Limits)})
 }
 
 // maxMessageBytes is the largest JSON-RPC message accepted: room for an

@@ -28,9 +28,18 @@ type session struct {
 	// reg is the registry that destroys what the session leaves; nil only
 	// in unit tests of a bare session.
 	reg *registry
-	// client is the remote address of an HTTP session, for the per-client
-	// cap; "" for other transports. Guarded by reg.mu.
+	// client is the client key of an HTTP session while it counts against
+	// the caps; "" for other transports, and once evicted. Guarded by
+	// reg.mu, like the three fields that follow.
 	client string
+	// ss is the SDK session; httpID its Mcp-Session-Id ("" on stdio).
+	ss     *mcp.ServerSession
+	httpID string
+	// inflight counts HTTP requests of the session in progress, and
+	// lastActive is when the last one began or ended: eviction picks
+	// sessions idle the longest.
+	inflight   int
+	lastActive time.Time
 
 	// create serialises implicit creation of the default sandbox, so that
 	// concurrent calls without a default create one sandbox, not several.
@@ -48,6 +57,10 @@ type session struct {
 	defaultID string // canonical ID of the default sandbox, "" for none
 	owned     map[string]*ownedSandbox
 	commands  map[string]*bgCommand
+	// creating counts explicit creates in flight, which the per-session
+	// cap counts with owned; adopt moves one to owned at once (adopted
+	// counts those whose release is still to come).
+	creating, adopted int
 	// gone are owned sandboxes whose kill the platform answered with 404:
 	// no longer used, but destroyed again at close in case the answer was
 	// wrong (a destroy of a sandbox that is gone is harmless).
@@ -89,6 +102,37 @@ func (s *session) ownedByID(id string) (*ownedSandbox, bool) {
 	return o, ok
 }
 
+// codeTooManySandboxes is the tool error code of a create beyond
+// Limits.SandboxesPerSession.
+const codeTooManySandboxes = "too_many_sandboxes"
+
+// tooManySandboxes is the error of a create beyond the per-session cap.
+func tooManySandboxes(limit int) *ToolError {
+	return &ToolError{Category: sandbox.RateLimited, Code: codeTooManySandboxes,
+		Recovery: "this session owns " + itoa(limit) + " sandboxes, its limit: kill one with kill_sandbox first"}
+}
+
+// reserveCreate makes room for one explicit create within limit owned
+// sandboxes; the returned release must be called once the create is done
+// (adopted or failed).
+func (s *session) reserveCreate(limit int) (release func(), ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.owned)+s.creating >= limit {
+		return nil, false
+	}
+	s.creating++
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.adopted > 0 {
+			s.adopted-- // adopt already stopped counting this one
+			return
+		}
+		s.creating--
+	}, true
+}
+
 // adopt records a sandbox this session just created as owned and default
 // (CREATE-5). It returns false when the session has already closed: the
 // caller must then destroy the sandbox itself.
@@ -100,6 +144,11 @@ func (s *session) adopt(id string, h *sandbox.Sandbox, renewal time.Duration) (*
 	}
 	o := &ownedSandbox{handle: h, renewal: renewal}
 	s.owned[id] = o
+	if s.creating > 0 {
+		// The create in flight is now owned: count it once.
+		s.creating--
+		s.adopted++
+	}
 	s.defaultID = id
 	return o, true
 }
@@ -179,6 +228,7 @@ type registry struct {
 
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]*session
+	byID     map[string]*session // HTTP sessions by Mcp-Session-Id
 	shutdown bool
 	seq      uint64
 	// Live HTTP sessions (those with a client), per client and in all,
@@ -194,7 +244,7 @@ type registry struct {
 
 func newRegistry(deps *Deps) *registry {
 	return &registry{deps: deps, sem: make(chan struct{}, deps.Limits.DestroyConcurrency), state: newCleanupState(),
-		sessions: map[*mcp.ServerSession]*session{}, clientLive: map[string]int{}, clientPending: map[string]int{}}
+		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{}, clientLive: map[string]int{}, clientPending: map[string]int{}}
 }
 
 // attach returns the record of ss, creating it on the session's first
@@ -209,7 +259,13 @@ func (r *registry) attach(ss *mcp.ServerSession) *session {
 	r.seq++
 	s := newSession(r.seq)
 	s.reg = r
+	s.ss = ss
+	s.lastActive = r.deps.Now()
 	r.sessions[ss] = s
+	if id := ss.ID(); id != "" {
+		s.httpID = id
+		r.byID[id] = s
+	}
 	closed := r.shutdown
 	r.watchers.add()
 	r.mu.Unlock()
@@ -223,12 +279,10 @@ func (r *registry) attach(ss *mcp.ServerSession) *session {
 		r.end(s)
 		r.mu.Lock()
 		delete(r.sessions, ss)
-		if s.client != "" {
-			r.httpLive--
-			if r.clientLive[s.client]--; r.clientLive[s.client] <= 0 {
-				delete(r.clientLive, s.client)
-			}
+		if s.httpID != "" && r.byID[s.httpID] == s {
+			delete(r.byID, s.httpID)
 		}
+		r.uncountLocked(s)
 		r.mu.Unlock()
 	}()
 	return s
@@ -265,21 +319,69 @@ func ownedJob(seq uint64, h *sandbox.Sandbox) *cleanupJob {
 	return &cleanupJob{session: seq, id: h.ID(), kill: h.Kill}
 }
 
+// uncountLocked stops counting s against the HTTP caps.
+func (r *registry) uncountLocked(s *session) {
+	if s.client == "" {
+		return
+	}
+	r.httpLive--
+	if r.clientLive[s.client]--; r.clientLive[s.client] <= 0 {
+		delete(r.clientLive, s.client)
+	}
+	s.client = ""
+}
+
 // reserveHTTP counts a new HTTP session of client that is being set up,
 // unless that would exceed total live sessions in all or perClient for
-// the client (a limit <= 0 is no limit). It reports which limit refused.
-func (r *registry) reserveHTTP(client string, total, perClient int) (ok bool, clientLimit bool) {
+// the client (a limit <= 0 is no limit). At a limit, the session idle the
+// longest (for at least evictIdle; never when evictIdle < 0) among those
+// the limit counts is closed to make room. It reports which limit refused.
+func (r *registry) reserveHTTP(client string, total, perClient int, evictIdle time.Duration) (ok bool, clientLimit bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if perClient > 0 && r.clientLive[client]+r.clientPending[client] >= perClient {
-		return false, true
+		if !r.evictLocked(client, evictIdle) {
+			return false, true
+		}
 	}
 	if total > 0 && r.httpLive+r.httpPending >= total {
-		return false, false
+		if !r.evictLocked("", evictIdle) {
+			return false, false
+		}
 	}
 	r.httpPending++
 	r.clientPending[client]++
 	return true, false
+}
+
+// evictLocked closes the counted HTTP session (of client, or of anyone
+// when client is "") that has been idle the longest, if one has been idle
+// for evictIdle; it stops counting it at once. It scans the live HTTP
+// sessions, which happens only when a limit is reached.
+func (r *registry) evictLocked(client string, evictIdle time.Duration) bool {
+	if evictIdle < 0 {
+		return false
+	}
+	cutoff := r.deps.Now().Add(-evictIdle)
+	var victim *session
+	for _, s := range r.byID {
+		if s.client == "" || s.inflight > 0 || (client != "" && s.client != client) || s.lastActive.After(cutoff) {
+			continue
+		}
+		if victim == nil || s.lastActive.Before(victim.lastActive) {
+			victim = s
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	r.uncountLocked(victim)
+	r.deps.Logger.Info("idle session closed to make room for a new one", "session", victim.seq)
+	go func() {
+		r.end(victim)
+		_ = victim.ss.Close()
+	}()
+	return true
 }
 
 // releaseHTTP ends a reservation of reserveHTTP.
@@ -297,15 +399,39 @@ func (r *registry) releaseHTTP(client string) {
 func (r *registry) bindHTTP(id, client string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for ss, s := range r.sessions {
-		if ss.ID() == id {
-			if s.client == "" {
-				s.client = client
-				r.httpLive++
-				r.clientLive[client]++
-			}
-			return
-		}
+	s, ok := r.byID[id]
+	if !ok || s.client != "" {
+		return
+	}
+	s.client = client
+	r.httpLive++
+	r.clientLive[client]++
+}
+
+// byHTTPID returns the record of the HTTP session with Mcp-Session-Id id.
+func (r *registry) byHTTPID(id string) (*session, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.byID[id]
+	return s, ok
+}
+
+// activeHTTP marks a request of the HTTP session id in progress; the
+// returned func marks it done.
+func (r *registry) activeHTTP(id string) func() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.byID[id]
+	if !ok {
+		return func() {}
+	}
+	s.inflight++
+	s.lastActive = r.deps.Now()
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		s.inflight--
+		s.lastActive = r.deps.Now()
 	}
 }
 

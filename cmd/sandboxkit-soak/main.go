@@ -10,6 +10,18 @@
 //
 //	go run ./cmd/sandboxkit-soak -sessions 200 -duration 30s
 //	go run ./cmd/sandboxkit-soak -sessions 1000 -duration 60s -end-mix delete=40,idle=30,drop=30 -seed 7
+//
+// With -hostile it runs the hostile mix instead: one client (127.0.0.1)
+// sends oversized pings from idle sessions, floods sessions, trickles
+// bodies and sends malformed messages, and a third (127.0.0.3) makes
+// concurrent large uploads, while another client (127.0.0.2) keeps
+// calling. It prints the server's RSS growth per phase, the answers per
+// phase (so the sessions refused per client), whether the other client's
+// calls all succeeded, and the sandboxes left; -target and -pid aim it at
+// a server already running (sandboxkit serve --fake --http ...):
+//
+//	go run ./cmd/sandboxkit-soak -hostile
+//	go run ./cmd/sandboxkit-soak -hostile -target http://127.0.0.1:8080/mcp -pid "$(pgrep -n sandboxkit)"
 package main
 
 import (
@@ -23,6 +35,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -48,6 +61,16 @@ func mainWithArgs(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.DestroyConcurrency, "destroy-concurrency", 0, "the server's limit on concurrent close-time destroys (0: its default, "+strconv.Itoa(server.DefaultDestroyConcurrency)+")")
 	fs.IntVar(&cfg.Providers, "providers", 1, "fake providers the sessions spread over (one in-process fake each; 1: the default provider only)")
 	fs.StringVar(&cfg.HeapProfile, "heapprofile", "", "write a heap profile of the idle server after the load to this file")
+	hostile := fs.Bool("hostile", false, "run the hostile mix (see the package doc) instead of the soak")
+	hc := hostileConfig{Pings: 100, PingBytes: 22 << 20, Flood: 1200, FloodConcurrency: 8, Slow: 20, SlowFor: 3 * time.Second, Uploads: 20, UploadBytes: 16 << 20}
+	fs.StringVar(&hc.Target, "target", "", "-hostile: the /mcp URL of a running server (default: one in this process)")
+	fs.IntVar(&hc.PID, "pid", 0, "-hostile: the process ID of the -target server, whose RSS is measured")
+	fs.IntVar(&hc.Pings, "pings", hc.Pings, "-hostile: oversized pings, each from its own session")
+	fs.IntVar(&hc.PingBytes, "ping-bytes", hc.PingBytes, "-hostile: padding of each oversized ping")
+	fs.IntVar(&hc.Flood, "flood", hc.Flood, "-hostile: session opens of the flood")
+	fs.IntVar(&hc.Slow, "slow", hc.Slow, "-hostile: connections that trickle their body")
+	fs.IntVar(&hc.Uploads, "uploads", hc.Uploads, "-hostile: concurrent upload_file calls")
+	fs.IntVar(&hc.UploadBytes, "upload-bytes", hc.UploadBytes, "-hostile: decoded size of each upload")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	mutexProfile := fs.String("mutexprofile", "", "write a mutex contention profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -85,6 +108,18 @@ func mainWithArgs(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if *hostile {
+		hrep, err := runHostile(ctx, hc, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "sandboxkit-soak:", err)
+			return 2
+		}
+		hrep.print(stdout)
+		if len(hrep.Failures) > 0 {
+			return 1
+		}
+		return 0
+	}
 	rep, err := run(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sandboxkit-soak:", err)

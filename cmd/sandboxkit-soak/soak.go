@@ -326,7 +326,7 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*report, error) {
 	if err != nil {
 		return nil, err
 	}
-	httpOpts := &server.HTTPOptions{SessionTimeout: cfg.IdleTimeout, MaxSessions: -1}
+	httpOpts := &server.HTTPOptions{SessionTimeout: cfg.IdleTimeout, MaxSessions: -1, MaxSessionsPerClient: -1}
 	hs := srv.HTTPServer(httpOpts)
 	ts := httptest.NewUnstartedServer(hs.Handler)
 	ts.Config.ReadHeaderTimeout, ts.Config.IdleTimeout = hs.ReadHeaderTimeout, hs.IdleTimeout

@@ -43,6 +43,42 @@ func TestSoakSmoke(t *testing.T) {
 	}
 }
 
+// TestHostileSmoke is a small -hostile mix against an in-process server on
+// the default options: oversized pings are refused (413), the flood hits
+// the per-client cap (429), slow bodies and malformed messages do no harm,
+// uploads go through, the other client's calls all succeed and nothing is
+// left.
+func TestHostileSmoke(t *testing.T) {
+	cfg := hostileConfig{Pings: 5, PingBytes: 512 << 10, Flood: 80, FloodConcurrency: 4, Slow: 3, SlowFor: 500 * time.Millisecond,
+		Uploads: 3, UploadBytes: 1 << 20}
+	var logs bytes.Buffer
+	rep, err := runHostile(context.Background(), cfg, &logs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.print(&out)
+	t.Log("\n" + out.String())
+	if len(rep.Failures) > 0 {
+		t.Errorf("hostile mix failed: %v\nserver log:\n%s", rep.Failures, logs.String())
+	}
+	if rep.Statuses["pings"]["413"] != cfg.Pings {
+		t.Errorf("pings answered %v, want %d × 413", rep.Statuses["pings"], cfg.Pings)
+	}
+	if rep.Statuses["flood"]["429"] == 0 {
+		t.Errorf("the flood was never refused: %v", rep.Statuses["flood"])
+	}
+	if rep.Statuses["uploads"]["200"] != cfg.Uploads {
+		t.Errorf("uploads answered %v", rep.Statuses["uploads"])
+	}
+	if got := rep.Statuses["malformed"]; got["400"] != len(malformedBodies) {
+		t.Errorf("malformed messages answered %v, want %d × 400", got, len(malformedBodies))
+	}
+	if rep.VictimCalls == 0 || rep.Leaked != 0 {
+		t.Errorf("other client %d calls; %d sandboxes left", rep.VictimCalls, rep.Leaked)
+	}
+}
+
 func TestFlags(t *testing.T) {
 	var out, errw bytes.Buffer
 	if code := mainWithArgs([]string{"-end-mix", "delete=1,bogus=2"}, &out, &errw); code != 2 || !strings.Contains(errw.String(), "end mix") {

@@ -39,6 +39,11 @@ type serveConfig struct {
 	maxPerClient    int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
+	clientIPHeader  string
+	maxEnvelope     int64
+	maxInFlight     int64
+	evictIdle       time.Duration
+	perSession      int
 
 	// Ownership (issue 17): the instance ID sandboxes are tagged with, and
 	// whether a start sweeps what an earlier life of it left.
@@ -78,7 +83,8 @@ embedded in-memory fake provider, and nothing leaves the process.
 Sessions. Each MCP session has at most one default sandbox and owns the
 sandboxes it creates. When the session ends (end of stdin, HTTP DELETE, HTTP
 idle timeout, or server shutdown on SIGINT/SIGTERM) every sandbox it owns is
-destroyed, and no other sandbox is touched.
+destroyed, and no other sandbox is touched. A session owns at most
+--sandboxes-per-session sandboxes at once.
 
 Results. A successful call returns structuredContent, valid against the
 tool's outputSchema, and the same JSON as one text block. A failed call is a
@@ -120,13 +126,27 @@ the owning session lives, up to the lifetime the session asked for (which
 get_sandbox keeps reporting), so a dead server's sandboxes end within D even
 if it never comes back. See docs/deploy.md.
 
-HTTP limits. At most --max-sessions sessions are live at once (beyond: 503),
-and at most --max-sessions-per-client from one client IP address (beyond:
-429); both answers carry a JSON-RPC error saying which limit was hit. A client
-must send a request's headers and body within --read-timeout, and take each
-piece of a response within --write-timeout; a client that stalls is cut off
-without affecting its session. Keep-alive connections idle for 2 minutes are
-closed.
+HTTP limits. At most --max-sessions sessions are live at once, and at most
+--max-sessions-per-client from one client (default 64); a session counts from
+the moment its initialize is answered. At a limit, the session idle longest
+(for at least --evict-idle) is closed, its sandboxes destroyed, to make room;
+when none is, the new session is refused: 503 for the server's limit, 429 for
+the client's, with a JSON-RPC error saying which. A client is its IP address
+(an IPv6 address by its /64), or, behind a reverse proxy you trust, the
+address in the header named by --client-ip-header (the last element of
+X-Forwarded-For, for example). A client must send a request's headers and
+body within --read-timeout, and take each piece of a response within
+--write-timeout; a client that stalls is cut off without affecting its
+session. Keep-alive connections idle for 2 minutes are closed.
+
+Message limits. Every message is checked strictly before it is handled: a
+duplicate member name, data after the JSON value, an id that is not a string
+or an integer, or a batch is refused with a JSON-RPC error (HTTP 400; on
+stdio the line is answered and the session goes on). A message other than
+tools/call, and a tools/call without its arguments, may be at most
+--max-envelope-bytes (413 beyond); request bodies held at once across the
+server are bounded by --max-inflight-bytes, and a large request that finds
+no room within 15 s gets 503 with Retry-After.
 
 Examples:
 
@@ -154,7 +174,12 @@ Examples:
 	f.DurationVar(&cfg.fileTimeout, "file-timeout", server.DefaultFileTimeout, "longest one file operation in a sandbox may take (read, write, list, upload, download)")
 	f.DurationVar(&cfg.destroyRetry, "destroy-retry", server.DefaultDestroyRetryFor, "how long a failed close-time destroy is retried, with backoff, before the sandbox is reported as not destroyed (0: no retry)")
 	f.IntVar(&cfg.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live HTTP sessions at once; beyond, a new session gets 503 (0: no cap)")
-	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", 0, "most live HTTP sessions from one client IP address; beyond, a new session gets 429 (0: no cap but --max-sessions)")
+	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", server.DefaultMaxSessionsPerClient, "most live HTTP sessions from one client (IP address, IPv6 /64, or --client-ip-header); beyond, a new session gets 429 (0: no cap but --max-sessions)")
+	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
+	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
+	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
+	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes held at once across the HTTP server; a large request waits, then gets 503 (0: no bound)")
+	f.DurationVar(&cfg.evictIdle, "evict-idle", server.DefaultEvictIdle, "at a session limit, close the session idle longest if idle this long, to admit a new one (0: never evict)")
 	f.DurationVar(&cfg.readTimeout, "read-timeout", server.DefaultReadTimeout, "longest an HTTP client may take to send a request's headers, and its body (0: no bound)")
 	f.DurationVar(&cfg.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "longest an HTTP client may take to accept each piece of a response (0: no bound)")
 
@@ -171,7 +196,7 @@ func serveLimits(cfg serveConfig) server.Limits {
 	if retry == 0 {
 		retry = -1 // a single attempt
 	}
-	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession}
 }
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
@@ -183,16 +208,28 @@ func serveHTTPOptions(cfg serveConfig, token string) *server.HTTPOptions {
 		}
 		return d
 	}
-	maxSessions := cfg.maxSessions
-	if maxSessions == 0 {
-		maxSessions = -1
+	negInt := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	negInt64 := func(n int64) int64 {
+		if n == 0 {
+			return -1
+		}
+		return n
 	}
 	return &server.HTTPOptions{
 		Token:                token,
 		SessionTimeout:       neg(cfg.sessionTimeout),
 		MaxRequestBodyBytes:  cfg.maxBodyBytes,
-		MaxSessions:          maxSessions,
-		MaxSessionsPerClient: cfg.maxPerClient,
+		MaxSessions:          negInt(cfg.maxSessions),
+		MaxSessionsPerClient: negInt(cfg.maxPerClient),
+		ClientIPHeader:       cfg.clientIPHeader,
+		MaxEnvelopeBytes:     cfg.maxEnvelope,
+		MaxInFlightBytes:     negInt64(cfg.maxInFlight),
+		EvictIdle:            neg(cfg.evictIdle),
 		ReadTimeout:          neg(cfg.readTimeout),
 		WriteTimeout:         neg(cfg.writeTimeout),
 	}
