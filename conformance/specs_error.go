@@ -340,6 +340,17 @@ func (c *errsChecker) success(label string, r *Result) {
 	}
 }
 
+// faultHit reports whether the call met the injected fault, and records a
+// problem when it did not: a fault the server's call never reached proves
+// nothing about how the server handles it, so the case cannot pass.
+func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op string) bool {
+	if h.Hits() > 0 {
+		return true
+	}
+	c.addf("%s: the call made no %s request, so the fault was never exercised (the tool reached the provider another way, or not at all)", label, op)
+	return false
+}
+
 // done fails the spec with every problem found.
 func (c *errsChecker) done() {
 	ginkgo.GinkgoHelper()
@@ -362,6 +373,9 @@ func errsRunCase(env *errsEnv, c *errsChecker, m errsMode, f errsFault) {
 	r := env.s.Call(env.ctx, m.tool, args)
 	h.Clear()
 	label := m.name + " " + f.name
+	if !c.faultHit(label, h, m.op) {
+		return
+	}
 	switch {
 	case f.malformed && m.content:
 		// The body of a download is the file's bytes: nothing is malformed.

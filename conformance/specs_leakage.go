@@ -235,6 +235,7 @@ func leakageSpecs() []Spec {
 						r := env.s.Call(ctx, m.tool, args)
 						h.Clear()
 						label := m.name + " " + k.f.name
+						c.faultHit(label, h, m.op)
 						if !(k.f.malformed && m.content) {
 							// (A download's body is the file: a malformed one is content.)
 							c.noLeak(label, r.JSON, leakRawMsg, leakRawHost)
