@@ -199,15 +199,27 @@ func (a args) strMap(name string) map[string]string {
 	return out
 }
 
+// textMirrored marks a result value that goes to the SDK as itself, not as
+// its JSON: encoding/json re-validates and compacts every json.RawMessage
+// (and every Marshaler's output) it writes, which for a download is a scan
+// of megabytes per marshal, while a plain struct's string field is written
+// straight out. Its JSON is the result's one text block, so scrubbing the
+// text scrubs it too.
+type textMirrored interface{ textMirrored() }
+
 // result builds a successful result: structuredContent and the same JSON as
-// one text block (TOOLS-3).
+// one text block (TOOLS-3). A textMirrored value is passed as itself.
 func result(v any) (*mcp.CallToolResult, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	var structured any = json.RawMessage(data)
+	if _, ok := v.(textMirrored); ok {
+		structured = v
+	}
 	return &mcp.CallToolResult{
-		StructuredContent: json.RawMessage(data),
+		StructuredContent: structured,
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
 	}, nil
 }

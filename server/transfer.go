@@ -106,6 +106,19 @@ func UploadFile(deps *Deps) Tool {
 	}).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
 }
 
+// downloadResult is download_file's result. It goes to the SDK as a value
+// (textMirrored): its megabytes of base64 are then encoded as a string, not
+// re-scanned as a json.RawMessage on every marshal.
+type downloadResult struct {
+	Path       string `json:"path"`
+	Size       int    `json:"size"`
+	SHA256     string `json:"sha256"`
+	DataBase64 string `json:"data_base64"`
+	Truncated  bool   `json:"truncated"`
+}
+
+func (downloadResult) textMirrored() {}
+
 // DownloadFile is download_file (BIN-2): a file's bytes in standard base64,
 // up to max_bytes.
 func DownloadFile(deps *Deps) Tool {
@@ -146,12 +159,6 @@ func DownloadFile(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		return struct {
-			Path       string `json:"path"`
-			Size       int    `json:"size"`
-			SHA256     string `json:"sha256"`
-			DataBase64 string `json:"data_base64"`
-			Truncated  bool   `json:"truncated"`
-		}{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
+		return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
 	})
 }
