@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,6 +36,12 @@ type RunOptions struct {
 	DryRun bool
 	// Summary receives the per-family summary; nil means os.Stdout.
 	Summary io.Writer
+	// Shard and Shards, when Shards > 1, make this run one of Shards
+	// processes that share the catalog: it registers only the specs whose
+	// place in [Specs] is Shard modulo Shards (0 <= Shard < Shards). The
+	// conform command runs independent specs this way, in parallel
+	// processes, and merges their reports. Not with EvidenceDir or Cloud.
+	Shard, Shards int
 	// EvidenceDir, when set, receives the run's evidence bundle (see package
 	// evidence): mode "cloud" for a cloud run, "loopback" otherwise. It must
 	// not exist or be empty. Everything in it is redacted first; a bundle
@@ -70,6 +77,14 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if err == nil && opts.EvidenceDir != "" && !opts.DryRun {
 		err = evidence.CheckDir(opts.EvidenceDir)
 	}
+	if err == nil && opts.Shards > 1 {
+		switch {
+		case opts.Shard < 0 || opts.Shard >= opts.Shards:
+			err = fmt.Errorf("shard %d of %d: want 0 to %d", opts.Shard, opts.Shards, opts.Shards-1)
+		case opts.EvidenceDir != "" || cfg.Cloud:
+			err = errors.New("a sharded run writes no evidence and never runs in cloud mode: one bundle and one state file need one process")
+		}
+	}
 	if err != nil {
 		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
 		t.Fail()
@@ -93,7 +108,11 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 		}
 	}
 	gomega.RegisterFailHandler(fail)
-	describe(cfg, rec)
+	var keep func(int) bool
+	if opts.Shards > 1 {
+		keep = func(i int) bool { return i%opts.Shards == opts.Shard }
+	}
+	describe(cfg, rec, keep)
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
 		if opts.DryRun {
 			return

@@ -136,9 +136,11 @@ func (r *runState) newTestContext(spec Spec) *TestContext {
 // the kit in another Ginkgo suite: call it at the top level of a test file
 // (var _ = conformance.Describe(cfg)). cfg is read when the specs run.
 // Evidence bundles need [RunWith].
-func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg)) }
+func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil) }
 
-func describe(cfg *Config, rec *recorder) bool {
+// describe registers the specs; keep, when not nil, selects them by their
+// place in [Specs] (a shard of a parallel run).
+func describe(cfg *Config, rec *recorder, keep func(i int) bool) bool {
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
@@ -150,8 +152,8 @@ func describe(cfg *Config, rec *recorder) bool {
 
 		for _, family := range Families() {
 			ginkgo.Describe(string(family), ginkgo.Label(string(family)), func() {
-				for _, spec := range Specs() {
-					if spec.Family != family {
+				for i, spec := range Specs() {
+					if spec.Family != family || (keep != nil && !keep(i)) {
 						continue
 					}
 					registerSpec(spec, cfg.Cloud, func() *runState { return run })

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -30,6 +31,8 @@ type conformFlags struct {
 	cloud       bool
 	stateDir    string
 	runID       string
+	procs       int
+	shard       string
 
 	run conformance.RunOptions
 }
@@ -96,6 +99,17 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 				return err
 			}
 			f.run.Summary = cmd.OutOrStdout()
+			if f.shard != "" {
+				// One process of a parallel run: the parent prints the summary.
+				if f.run.Shard, f.run.Shards, err = parseShard(f.shard); err != nil {
+					return err
+				}
+				f.run.Summary = io.Discard
+			} else if procs, err := f.processes(cmd); err != nil {
+				return err
+			} else if procs > 1 {
+				return runParallel(cmd, f, procs)
+			}
 			t := &ginkgoT{}
 			if !conformance.RunWith(t, cfg, &f.run) || t.failed {
 				return exitCodeError(1)
@@ -128,7 +142,29 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.BoolVar(&f.run.FailFast, "fail-fast", false, "stop at the first failure")
 	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
 	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
+	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server and stdio commands, 1 otherwise)", defaultProcs))
+	fl.StringVar(&f.shard, "shard", "", "internal: run one shard I/N of a parallel run")
+	_ = fl.MarkHidden("shard")
 	return cmd
+}
+
+// processes is how many processes the run uses: --procs, or by default
+// defaultProcs where the run can split and 1 where it cannot.
+func (f *conformFlags) processes(cmd *cobra.Command) (int, error) {
+	blocker := f.parallelBlocker()
+	if !cmd.Flags().Changed("procs") {
+		if blocker != "" {
+			return 1, nil
+		}
+		return defaultProcs, nil
+	}
+	switch {
+	case f.procs < 1:
+		return 0, fmt.Errorf("--procs %d: want at least 1", f.procs)
+	case f.procs > 1 && blocker != "":
+		return 0, fmt.Errorf("--procs %d: this run cannot be split (%s); use --procs 1", f.procs, blocker)
+	}
+	return f.procs, nil
 }
 
 // config maps the flags onto a kit configuration.
