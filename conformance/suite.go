@@ -138,9 +138,9 @@ func (r *runState) newTestContext(spec Spec) *TestContext {
 // Evidence bundles need [RunWith].
 func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil) }
 
-// describe registers the specs; keep, when not nil, selects them by their
-// place in [Specs] (a shard of a parallel run).
-func describe(cfg *Config, rec *recorder, keep func(i int) bool) bool {
+// describe registers the specs; claim, when not nil, decides as each spec's
+// turn comes whether this process runs it (see RunOptions.Claim).
+func describe(cfg *Config, rec *recorder, claim func(string) bool) bool {
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
@@ -152,11 +152,11 @@ func describe(cfg *Config, rec *recorder, keep func(i int) bool) bool {
 
 		for _, family := range Families() {
 			ginkgo.Describe(string(family), ginkgo.Label(string(family)), func() {
-				for i, spec := range Specs() {
-					if spec.Family != family || (keep != nil && !keep(i)) {
+				for _, spec := range Specs() {
+					if spec.Family != family {
 						continue
 					}
-					registerSpec(spec, cfg.Cloud, func() *runState { return run })
+					registerSpec(spec, cfg.Cloud, func() *runState { return run }, claim)
 				}
 			})
 		}
@@ -165,7 +165,7 @@ func describe(cfg *Config, rec *recorder, keep func(i int) bool) bool {
 
 // registerSpec wraps one spec in an It with its labels. Cloud runs get
 // longer timeouts: a real provider is slower than the fake.
-func registerSpec(spec Spec, cloud bool, run func() *runState) {
+func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string) bool) {
 	specTimeout, cleanupTimeout := 2*time.Minute, time.Minute
 	if cloud {
 		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
@@ -179,6 +179,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState) {
 	}
 	title := fmt.Sprintf("[%s] %s", spec.ID, spec.Title)
 	ginkgo.It(title, ginkgo.Label(labels...), func(ctx ginkgo.SpecContext) {
+		if claim != nil && !claim(spec.ID) {
+			ginkgo.Skip(ClaimedElsewhere)
+		}
 		r := run()
 		switch {
 		case spec.NeedsFake && r.cfg.Cloud:

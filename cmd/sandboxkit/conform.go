@@ -32,7 +32,7 @@ type conformFlags struct {
 	stateDir    string
 	runID       string
 	procs       int
-	shard       string
+	claimDir    string
 
 	run conformance.RunOptions
 }
@@ -99,11 +99,9 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 				return err
 			}
 			f.run.Summary = cmd.OutOrStdout()
-			if f.shard != "" {
+			if f.claimDir != "" {
 				// One process of a parallel run: the parent prints the summary.
-				if f.run.Shard, f.run.Shards, err = parseShard(f.shard); err != nil {
-					return err
-				}
+				f.run.Claim = claimIn(f.claimDir)
 				f.run.Summary = io.Discard
 			} else if procs, err := f.processes(cmd); err != nil {
 				return err
@@ -143,8 +141,8 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
 	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
 	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server and stdio commands, 1 otherwise)", defaultProcs))
-	fl.StringVar(&f.shard, "shard", "", "internal: run one shard I/N of a parallel run")
-	_ = fl.MarkHidden("shard")
+	fl.StringVar(&f.claimDir, "claim-dir", "", "internal: run as one process of a parallel run, claiming specs in this directory")
+	_ = fl.MarkHidden("claim-dir")
 	return cmd
 }
 

@@ -10,8 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,24 +46,27 @@ func (f *conformFlags) parallelBlocker() string {
 	return ""
 }
 
-// parseShard reads the hidden --shard flag, "I/N".
-func parseShard(s string) (int, int, error) {
-	i, n, ok := strings.Cut(s, "/")
-	a, err1 := strconv.Atoi(i)
-	b, err2 := strconv.Atoi(n)
-	if !ok || err1 != nil || err2 != nil || b < 2 || a < 0 || a >= b {
-		return 0, 0, fmt.Errorf("--shard %q: want I/N with 0 <= I < N, N >= 2", s)
+// claimIn returns the claim of a process of a parallel run: a spec is this
+// process's when it is the first to create the spec's file in dir (an
+// exclusive create: exactly one process wins each spec).
+func claimIn(dir string) func(specID string) bool {
+	return func(specID string) bool {
+		f, err := os.OpenFile(filepath.Join(dir, specID), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return false
+		}
+		_ = f.Close()
+		return true
 	}
-	return a, b, nil
 }
 
 // childArgs rebuilds the command line of one shard from the flags the user
 // set, without those the parent handles itself (reports, procs).
-func childArgs(fl *pflag.FlagSet, shard, procs int, jsonReport string) []string {
+func childArgs(fl *pflag.FlagSet, claimDir, jsonReport string) []string {
 	args := []string{"conform"}
 	fl.Visit(func(f *pflag.Flag) {
 		switch f.Name {
-		case "procs", "shard", "junit-report", "json-report":
+		case "procs", "claim-dir", "junit-report", "json-report":
 			return
 		}
 		if sv, ok := f.Value.(pflag.SliceValue); ok {
@@ -76,7 +77,7 @@ func childArgs(fl *pflag.FlagSet, shard, procs int, jsonReport string) []string 
 		}
 		args = append(args, "--"+f.Name+"="+f.Value.String())
 	})
-	return append(args, "--procs=1", fmt.Sprintf("--shard=%d/%d", shard, procs), "--json-report="+jsonReport)
+	return append(args, "--procs=1", "--claim-dir="+claimDir, "--json-report="+jsonReport)
 }
 
 // shardResult is what one shard process left.
@@ -87,9 +88,10 @@ type shardResult struct {
 }
 
 // runParallel runs the selected specs in procs processes of this binary,
-// each registering every procs-th spec of the catalog (conformance.RunOptions
-// Shard), then prints their output in order and the merged summary, and
-// writes the merged JUnit and JSON reports. Hand-written: Ginkgo's own
+// which share them as they go: each runs, in catalog order, the specs that
+// no other process has claimed yet (conformance.RunOptions.Claim). Then it
+// prints their output in order and the merged summary, and writes the
+// merged JUnit and JSON reports. Hand-written: Ginkgo's own
 // parallel runner lives in its CLI, which a `go run` command cannot use.
 func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
 	exe, err := os.Executable()
@@ -101,6 +103,10 @@ func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
 		return fmt.Errorf("parallel run: %w", err)
 	}
 	defer os.RemoveAll(dir)
+	claims := filepath.Join(dir, "claims")
+	if err := os.Mkdir(claims, 0o700); err != nil {
+		return fmt.Errorf("parallel run: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), f.run.Timeout+time.Minute)
 	defer cancel()
 	start := time.Now()
@@ -109,8 +115,8 @@ func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
 	for i := range procs {
 		r := &shardResult{}
 		results[i] = r
-		report := filepath.Join(dir, fmt.Sprintf("shard-%d.json", i))
-		c := exec.CommandContext(ctx, exe, childArgs(cmd.Flags(), i, procs, report)...)
+		report := filepath.Join(dir, fmt.Sprintf("process-%d.json", i))
+		c := exec.CommandContext(ctx, exe, childArgs(cmd.Flags(), claims, report)...)
 		c.Stdout, c.Stderr = &r.out, &r.out
 		wg.Go(func() {
 			r.err = c.Run()
@@ -149,11 +155,17 @@ func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
 	return nil
 }
 
-// mergeReports joins the shards' Ginkgo reports into one, and reports
-// whether every shard ran and succeeded.
+// mergeReports joins the processes' Ginkgo reports into one, and reports
+// whether every process ran and succeeded. Each spec appears once: from the
+// process that ran it, or (skipped by the selection) from the first.
 func mergeReports(results []*shardResult, took time.Duration) (types.Report, bool) {
 	var merged types.Report
 	ok := true
+	type key struct {
+		typ  types.NodeType
+		text string
+	}
+	seen := map[key]int{} // index in merged.SpecReports
 	for _, r := range results {
 		if r.err != nil || len(r.reports) == 0 {
 			ok = false
@@ -163,15 +175,22 @@ func mergeReports(results []*shardResult, took time.Duration) (types.Report, boo
 				merged = rep
 				merged.SpecReports = nil
 				merged.SpecialSuiteFailureReasons = nil
-				merged.PreRunStats = types.PreRunStats{}
+				merged.PreRunStats = types.PreRunStats{TotalSpecs: rep.PreRunStats.TotalSpecs}
 				merged.SuiteSucceeded = true
 			}
 			ok = ok && rep.SuiteSucceeded
-			merged.SuiteSucceeded = merged.SuiteSucceeded && rep.SuiteSucceeded
-			merged.SpecReports = append(merged.SpecReports, rep.SpecReports...)
 			merged.SpecialSuiteFailureReasons = append(merged.SpecialSuiteFailureReasons, rep.SpecialSuiteFailureReasons...)
-			merged.PreRunStats.SpecsThatWillRun += rep.PreRunStats.SpecsThatWillRun
-			merged.PreRunStats.TotalSpecs = max(merged.PreRunStats.TotalSpecs, len(conformance.Specs()))
+			for _, sr := range rep.SpecReports {
+				claimed := sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == conformance.ClaimedElsewhere
+				k := key{sr.LeafNodeType, sr.FullText()}
+				switch i, dup := seen[k]; {
+				case !dup:
+					seen[k] = len(merged.SpecReports)
+					merged.SpecReports = append(merged.SpecReports, sr)
+				case !claimed && isClaimSkip(merged.SpecReports[i]):
+					merged.SpecReports[i] = sr
+				}
+			}
 			if rep.EndTime.After(merged.EndTime) {
 				merged.EndTime = rep.EndTime
 			}
@@ -180,7 +199,22 @@ func mergeReports(results []*shardResult, took time.Duration) (types.Report, boo
 			}
 		}
 	}
-	merged.SuiteSucceeded = merged.SuiteSucceeded && ok
+	for _, sr := range merged.SpecReports {
+		if sr.LeafNodeType == types.NodeTypeIt && !sr.State.Is(types.SpecStateSkipped|types.SpecStatePending) {
+			merged.PreRunStats.SpecsThatWillRun++
+		}
+		if isClaimSkip(sr) {
+			// No process ran it: a process ended early.
+			ok = false
+		}
+	}
+	merged.SuiteSucceeded = ok
 	merged.RunTime = took
 	return merged, ok
+}
+
+// isClaimSkip reports whether a spec was skipped only because another
+// process claimed it.
+func isClaimSkip(sr types.SpecReport) bool {
+	return sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == conformance.ClaimedElsewhere
 }
