@@ -64,8 +64,17 @@ provider hang, drip or send an oversized body on every tool's platform call and
 expect a categorized tool error within the server's provider deadline plus a
 grace (half of it, at least 2s). Tell the kit that deadline with
 --provider-deadline, and start the server with it: for the reference server,
-"serve --provider-timeout 5s --file-timeout 5s". Without it they are skipped
-for a server in another process (failed with --require-all).
+"serve --provider-timeout 2s --file-timeout 2s". Without it they are skipped
+for a server in another process (failed with --require-all). The in-process
+reference server gets 2s.
+
+Parallel processes: the specs mostly wait, so the kit runs them in --procs
+processes of itself (default 4), each with its own fake provider and its own
+server (in-process, or the --server-cmd it starts), which share the specs as
+they go; the summary and the JUnit and JSON reports are merged. Runs that
+cannot split use one process: --cloud, --evidence-dir, --dry-run,
+--server-url (one server for every process), a fixed --fake-addr or
+--fake-api-key. --procs 1 runs every spec in turn in this process.
 
 Cloud mode (--cloud) runs the kit against the real provider that the
 environment names instead of the fake: E2B_API_KEY is required (the run
@@ -82,7 +91,7 @@ loopback) to DIR: check it with "sandboxkit evidence verify DIR".
 Examples:
   sandboxkit conform
   sandboxkit conform --server-cmd "python -m my_server" --require-all
-  sandboxkit conform --server-cmd "sandboxkit serve --provider-timeout 5s --file-timeout 5s" --provider-deadline 5s
+  sandboxkit conform --server-cmd "sandboxkit serve --provider-timeout 2s --file-timeout 2s" --provider-deadline 2s
   sandboxkit conform --server-cmd "./srv --http 127.0.0.1:9000" --server-url http://127.0.0.1:9000/mcp
   sandboxkit conform --label-filter 'bounds || leakage' --junit-report junit.xml
   sandboxkit conform --list
@@ -125,7 +134,7 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file mapping contract tool names to the server's ({"run_command": "exec"})`)
 	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
 	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
-	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 5s for the in-process reference server, unknown otherwise)")
+	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 2s for the in-process reference server, unknown otherwise)")
 	fl.BoolVar(&f.list, "list", false, "print the spec catalog (ID, rules, title) and exit")
 	fl.BoolVar(&f.cloud, "cloud", false, "run against the real provider named by the environment (E2B_API_KEY required); creates real sandboxes")
 	fl.StringVar(&f.run.EvidenceDir, "evidence-dir", "", "write the run's evidence bundle to this directory (must not exist or be empty)")
