@@ -60,3 +60,17 @@ func TestConfigProviderDeadline(t *testing.T) {
 		t.Errorf("the redacted configuration states the provider deadline as %v, want %v", got, DefaultInProcessDeadline)
 	}
 }
+
+// A run that shares its specs with other processes (RunOptions.Claim)
+// refuses to write evidence: one bundle needs one process.
+func TestClaimRefusesEvidence(t *testing.T) {
+	var out strings.Builder
+	ft := &failT{}
+	opts := &RunOptions{Summary: &out, EvidenceDir: t.TempDir(), Claim: func(string) bool { return true }}
+	if RunWith(ft, NewConfig(), opts) || !ft.failed {
+		t.Fatal("RunWith with Claim and an evidence directory must refuse to start")
+	}
+	if !strings.Contains(out.String(), "not started") || !strings.Contains(out.String(), "evidence") {
+		t.Errorf("RunWith said %q, want a refusal naming the evidence", out.String())
+	}
+}
