@@ -136,9 +136,12 @@ type breakEnv struct {
 
 // DefaultInProcessDeadline is the provider deadline the in-process
 // reference server gets when [Config.ProviderDeadline] is zero: short, so
-// that the deadline specs take seconds, and far above what a healthy call
-// to the fake takes even on a loaded machine.
-const DefaultInProcessDeadline = 5 * time.Second
+// that the deadline specs take a few seconds (each holds every tool's call
+// for the deadline, twice), and far above what a healthy call to the
+// in-process fake takes even on a loaded machine (the largest, a 2 MiB
+// file write, takes tens of milliseconds; under the race detector a few
+// hundred).
+const DefaultInProcessDeadline = 2 * time.Second
 
 // DefaultInProcessIdleTimeout is the HTTP session idle timeout of the
 // in-process reference server's idle-timeout listener when

@@ -47,13 +47,30 @@ func TestConfigProviderDeadline(t *testing.T) {
 			}
 		})
 	}
-	if got := deadlineGrace(DefaultInProcessDeadline); got != 2500*time.Millisecond {
+	if got := deadlineGrace(5 * time.Second); got != 2500*time.Millisecond {
 		t.Errorf("grace of 5s = %v, want 2.5s", got)
+	}
+	if got := deadlineGrace(DefaultInProcessDeadline); got != 2*time.Second {
+		t.Errorf("grace of the in-process default %v = %v, want the 2s floor", DefaultInProcessDeadline, got)
 	}
 	if got := deadlineGrace(time.Second); got != 2*time.Second {
 		t.Errorf("grace of 1s = %v, want the 2s floor", got)
 	}
-	if got := NewConfig().redacted()["provider_deadline"]; got != "5s" {
-		t.Errorf("the redacted configuration states the provider deadline as %v, want 5s", got)
+	if got := NewConfig().redacted()["provider_deadline"]; got != DefaultInProcessDeadline.String() {
+		t.Errorf("the redacted configuration states the provider deadline as %v, want %v", got, DefaultInProcessDeadline)
+	}
+}
+
+// A run that shares its specs with other processes (RunOptions.Claim)
+// refuses to write evidence: one bundle needs one process.
+func TestClaimRefusesEvidence(t *testing.T) {
+	var out strings.Builder
+	ft := &failT{}
+	opts := &RunOptions{Summary: &out, EvidenceDir: t.TempDir(), Claim: func(string) bool { return true }}
+	if RunWith(ft, NewConfig(), opts) || !ft.failed {
+		t.Fatal("RunWith with Claim and an evidence directory must refuse to start")
+	}
+	if !strings.Contains(out.String(), "not started") || !strings.Contains(out.String(), "evidence") {
+		t.Errorf("RunWith said %q, want a refusal naming the evidence", out.String())
 	}
 }

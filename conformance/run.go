@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -35,12 +36,24 @@ type RunOptions struct {
 	DryRun bool
 	// Summary receives the per-family summary; nil means os.Stdout.
 	Summary io.Writer
+	// Claim, when set, makes this run one of several processes that share
+	// the catalog: each spec, when its turn comes, runs only if Claim(its
+	// ID) returns true, and is otherwise skipped with [ClaimedElsewhere] as
+	// its message. Claim must return true for each ID in exactly one of the
+	// processes (the conform command claims with an exclusive file create),
+	// so that the processes share the work as they go. Not with
+	// EvidenceDir or Cloud.
+	Claim func(specID string) bool
 	// EvidenceDir, when set, receives the run's evidence bundle (see package
 	// evidence): mode "cloud" for a cloud run, "loopback" otherwise. It must
 	// not exist or be empty. Everything in it is redacted first; a bundle
 	// that would still hold a secret is not written and the run fails.
 	EvidenceDir string
 }
+
+// ClaimedElsewhere is the skip message of a spec that another process of
+// the same run claimed (see [RunOptions].Claim).
+const ClaimedElsewhere = "claimed by another process of this run"
 
 // Run runs the whole kit from a go test function:
 //
@@ -70,6 +83,9 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if err == nil && opts.EvidenceDir != "" && !opts.DryRun {
 		err = evidence.CheckDir(opts.EvidenceDir)
 	}
+	if err == nil && opts.Claim != nil && (opts.EvidenceDir != "" || cfg.Cloud) {
+		err = errors.New("a run that shares its specs with other processes writes no evidence and never runs in cloud mode: one bundle and one state file need one process")
+	}
 	if err != nil {
 		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
 		t.Fail()
@@ -93,7 +109,7 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 		}
 	}
 	gomega.RegisterFailHandler(fail)
-	describe(cfg, rec)
+	describe(cfg, rec, opts.Claim)
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
 		if opts.DryRun {
 			return

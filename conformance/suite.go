@@ -140,9 +140,11 @@ func (r *runState) newTestContext(spec Spec) *TestContext {
 // the kit in another Ginkgo suite: call it at the top level of a test file
 // (var _ = conformance.Describe(cfg)). cfg is read when the specs run.
 // Evidence bundles need [RunWith].
-func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg)) }
+func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil) }
 
-func describe(cfg *Config, rec *recorder) bool {
+// describe registers the specs; claim, when not nil, decides as each spec's
+// turn comes whether this process runs it (see RunOptions.Claim).
+func describe(cfg *Config, rec *recorder, claim func(string) bool) bool {
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
@@ -158,7 +160,7 @@ func describe(cfg *Config, rec *recorder) bool {
 					if spec.Family != family {
 						continue
 					}
-					registerSpec(spec, cfg.Cloud, func() *runState { return run })
+					registerSpec(spec, cfg.Cloud, func() *runState { return run }, claim)
 				}
 			})
 		}
@@ -167,7 +169,7 @@ func describe(cfg *Config, rec *recorder) bool {
 
 // registerSpec wraps one spec in an It with its labels. Cloud runs get
 // longer timeouts: a real provider is slower than the fake.
-func registerSpec(spec Spec, cloud bool, run func() *runState) {
+func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string) bool) {
 	specTimeout, cleanupTimeout := 2*time.Minute, time.Minute
 	if cloud {
 		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
@@ -182,6 +184,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState) {
 	}
 	title := fmt.Sprintf("[%s] %s", spec.ID, spec.Title)
 	ginkgo.It(title, ginkgo.Label(labels...), func(ctx ginkgo.SpecContext) {
+		if claim != nil && !claim(spec.ID) {
+			ginkgo.Skip(ClaimedElsewhere)
+		}
 		r := run()
 		switch {
 		case spec.NeedsFake && r.cfg.Cloud:

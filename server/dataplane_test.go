@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -306,6 +309,34 @@ func TestBinaryTransfer(t *testing.T) {
 			t.Errorf("download %v", out)
 		}
 	})
+}
+
+// download_file's result goes to the SDK as a value, not as its JSON (see
+// textMirrored): a secret in it is scrubbed from the structured content as
+// from the text block, and the two still agree (TOOLS-3).
+func TestDownloadResultScrubbed(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connect()
+	path := "/tmp/" + h.fp.APIKey() + ".bin"
+	c.ok("upload_file", map[string]any{"path": path, "data_base64": "AAEC"})
+	res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "download_file", Arguments: map[string]any{"path": path}})
+	if err != nil || res.IsError {
+		t.Fatalf("download_file: %v %v", err, res)
+	}
+	if s := resultJSON(t, res); strings.Contains(s, h.fp.APIKey()) || strings.Count(s, redacted) != 2 {
+		t.Errorf("not scrubbed in both forms: %s", s)
+	}
+	checkTextMatchesStructured(t, "download_file", res)
+	// Without a secret in it, the value passes as itself.
+	c.ok("upload_file", map[string]any{"path": "/tmp/plain.bin", "data_base64": "AAEC"})
+	res, err = c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "download_file", Arguments: map[string]any{"path": "/tmp/plain.bin"}})
+	if err != nil || res.IsError {
+		t.Fatalf("download_file: %v %v", err, res)
+	}
+	if m, _ := res.StructuredContent.(map[string]any); m["data_base64"] != "AAEC" || m["size"] != float64(3) {
+		t.Errorf("structured content %v", res.StructuredContent)
+	}
+	checkTextMatchesStructured(t, "download_file", res)
 }
 
 func TestBinaryTransferCap(t *testing.T) {

@@ -56,7 +56,7 @@ func (r *figureRig) connect(b *testing.B, transport string) *mcp.ClientSession {
 	case "memory":
 		c, s := net.Pipe()
 		go func() { _ = r.srv.Run(ctx, &mcp.IOTransport{Reader: s, Writer: s}) }()
-		t = &mcp.IOTransport{Reader: c, Writer: c}
+		t = &mcp.IOTransport{Reader: c, Writer: c, MaxLineLength: 64 << 20} // room for a 16 MiB download
 	case "http":
 		if r.httpSrv == nil {
 			r.httpSrv = httptest.NewServer(r.srv.HTTPHandler(nil))

@@ -146,15 +146,25 @@ func (s *Server) scrubResult(res *mcp.CallToolResult) {
 	if len(secrets) == 0 {
 		return
 	}
+	var mirror *string // the one text block, scrubbed, when a secret was in it
 	for i, c := range res.Content {
 		switch c := c.(type) {
 		case *mcp.TextContent:
 			if t := s.scrubString(c.Text); t != c.Text {
 				res.Content[i] = &mcp.TextContent{Text: t, Meta: c.Meta, Annotations: c.Annotations}
+				mirror = &t
 			}
 		}
 	}
 	if res.StructuredContent == nil {
+		return
+	}
+	if _, ok := res.StructuredContent.(textMirrored); ok && len(res.Content) == 1 {
+		// Its JSON is the one text block (see result), scrubbed above:
+		// nothing to encode again unless a secret was found.
+		if mirror != nil {
+			res.StructuredContent = json.RawMessage(*mirror)
+		}
 		return
 	}
 	data, ok := res.StructuredContent.(json.RawMessage)

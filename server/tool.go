@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 )
 
 // Tool is one MCP tool: its definition (name, description, hand-written
@@ -24,6 +26,7 @@ type Tool struct {
 
 	handler  handlerFunc
 	props    map[string]*jsonschema.Resolved // each top-level property, resolved once
+	decoders map[string]decoder              // properties checked by code instead of props
 	required []string
 }
 
@@ -67,9 +70,33 @@ func newTool(def *mcp.Tool, h handlerFunc) Tool {
 	return t
 }
 
-// args are a call's arguments after validation: every key is a defined
-// property and every value satisfies that property's schema.
-type args map[string]json.RawMessage
+// args are a call's arguments after validation, each decoded once: every
+// key is a defined property and every value satisfies that property's
+// schema. Values are as encoding/json decodes into any (strings, float64,
+// bool, maps, slices), except those of a property with its own decoder
+// (upload_file's data_base64 is the decoded bytes).
+type args map[string]any
+
+// decoder checks and converts one argument in place of its schema's
+// validator, for values too large to run the generic validator over (a
+// pattern regexp over megabytes of base64). It must enforce everything the
+// advertised schema says about the property.
+type decoder func(v any) (any, *ToolError)
+
+// withDecoder makes name's value checked and converted by dec instead of its
+// resolved schema. The advertised schema is unchanged.
+func (t Tool) withDecoder(name string, dec decoder) Tool {
+	if _, ok := t.props[name]; !ok {
+		panic(fmt.Sprintf("server: tool %q: decoder for undefined property %q", t.Def.Name, name))
+	}
+	decoders := maps.Clone(t.decoders)
+	if decoders == nil {
+		decoders = map[string]decoder{}
+	}
+	decoders[name] = dec
+	t.decoders = decoders
+	return t
+}
 
 // safeName matches argument names that may be repeated in an error: an
 // unknown key is named only when it looks like an identifier, so that a key
@@ -78,7 +105,8 @@ var safeName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.-]{0,63}$`)
 
 // validate checks raw arguments against the tool's schema (VAL-1..6): an
 // object, no unknown key (VAL-4), every required key, every present value
-// valid for its own subschema. The error names one field and never holds the
+// valid for its own subschema. The object is decoded once, and each value
+// validated as decoded. The error names one field and never holds the
 // submitted value.
 func (t Tool) validate(raw json.RawMessage) (args, *ToolError) {
 	raw = bytes.TrimSpace(raw)
@@ -87,7 +115,11 @@ func (t Tool) validate(raw json.RawMessage) (args, *ToolError) {
 		if raw[0] != '{' {
 			return nil, invalidField("arguments")
 		}
-		if err := json.Unmarshal(raw, (*map[string]json.RawMessage)(&a)); err != nil {
+		// segmentio/encoding (the SDK's own decoder) parses in one pass,
+		// where encoding/json validates the whole input before decoding it:
+		// 3x faster on an upload's megabytes, the same values and errors
+		// (the error text is never shown).
+		if err := segjson.Unmarshal(raw, (*map[string]any)(&a)); err != nil {
 			return nil, invalidField("arguments")
 		}
 	}
@@ -111,14 +143,18 @@ func (t Tool) validate(raw json.RawMessage) (args, *ToolError) {
 		}
 	}
 	for _, k := range keys {
-		var v any
-		if err := json.Unmarshal(a[k], &v); err != nil {
-			return nil, invalidField(k)
+		if dec := t.decoders[k]; dec != nil {
+			v, terr := dec(a[k])
+			if terr != nil {
+				return nil, terr
+			}
+			a[k] = v
+			continue
 		}
 		// VAL-1/2/3/5: type (null, booleans and strings are not integers;
 		// 1.5 is not an integer), bounds, minLength (an explicit "" is
 		// never the default), envs of string to string.
-		if err := t.props[k].Validate(v); err != nil {
+		if err := t.props[k].Validate(a[k]); err != nil {
 			return nil, invalidField(k)
 		}
 	}
@@ -133,22 +169,21 @@ func (a args) has(name string) bool {
 
 // str returns a string argument, or "" when absent.
 func (a args) str(name string) string {
-	var s string
-	if raw, ok := a[name]; ok {
-		_ = json.Unmarshal(raw, &s)
-	}
+	s, _ := a[name].(string)
 	return s
+}
+
+// bytes returns an argument its decoder turned into bytes, or nil.
+func (a args) bytes(name string) []byte {
+	b, _ := a[name].([]byte)
+	return b
 }
 
 // integer returns an integer argument, or def when absent. The schema has
 // already checked that the value is integral and in range.
 func (a args) integer(name string, def int64) int64 {
-	raw, ok := a[name]
-	if !ok {
-		return def
-	}
-	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+	f, ok := a[name].(float64)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 		return def
 	}
 	return int64(f)
@@ -156,24 +191,40 @@ func (a args) integer(name string, def int64) int64 {
 
 // strMap returns an object-of-strings argument, or nil when absent.
 func (a args) strMap(name string) map[string]string {
-	raw, ok := a[name]
+	m, ok := a[name].(map[string]any)
 	if !ok {
 		return nil
 	}
-	var m map[string]string
-	_ = json.Unmarshal(raw, &m)
-	return m
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }
 
+// textMirrored marks a result value that goes to the SDK as itself, not as
+// its JSON: encoding/json re-validates and compacts every json.RawMessage
+// (and every Marshaler's output) it writes, which for a download is a scan
+// of megabytes per marshal, while a plain struct's string field is written
+// straight out. Its JSON is the result's one text block, so scrubbing the
+// text scrubs it too.
+type textMirrored interface{ textMirrored() }
+
 // result builds a successful result: structuredContent and the same JSON as
-// one text block (TOOLS-3).
+// one text block (TOOLS-3). A textMirrored value is passed as itself.
 func result(v any) (*mcp.CallToolResult, error) {
 	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
+	var structured any = json.RawMessage(data)
+	if _, ok := v.(textMirrored); ok {
+		structured = v
+	}
 	return &mcp.CallToolResult{
-		StructuredContent: json.RawMessage(data),
+		StructuredContent: structured,
 		Content:           []mcp.Content{&mcp.TextContent{Text: string(data)}},
 	}, nil
 }

@@ -15,7 +15,10 @@ import (
 )
 
 // base64Pattern is strict standard base64: the alphabet, padding only at
-// the end, no whitespace (Go's decoder would skip newlines).
+// the end, no whitespace (Go's decoder would skip newlines). It is
+// advertised in the schema for clients; the server checks the same
+// language (and more: length a multiple of 4, zero pad bits) with
+// decodeBase64, once, instead of running the regexp over megabytes.
 const base64Pattern = `^[A-Za-z0-9+/]*={0,2}$`
 
 // decodeBase64 decodes strict standard base64 (BIN-1). The strict decoder
@@ -27,6 +30,28 @@ func decodeBase64(s string) ([]byte, bool) {
 	}
 	data, err := base64.StdEncoding.Strict().DecodeString(s)
 	return data, err == nil
+}
+
+// base64Arg is the decoder of data_base64 (BIN-1, VAL-6): a string of at most
+// maxEncoded bytes (the schema's maxLength: base64 is ASCII, so bytes are
+// characters, and a longer string is refused before it is decoded), strict
+// standard base64, at most maxDecoded bytes decoded. It replaces the schema's
+// validator, whose pattern regexp costs more than the whole transfer.
+func base64Arg(field string, maxEncoded, maxDecoded int) decoder {
+	return func(v any) (any, *ToolError) {
+		s, ok := v.(string)
+		if !ok || len(s) > maxEncoded {
+			return nil, invalidField(field)
+		}
+		data, ok := decodeBase64(s)
+		if !ok {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeBadBase64, Field: field, Recovery: sandbox.InvalidArgument.Recovery()}
+		}
+		if len(data) > maxDecoded {
+			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: field, Recovery: sandbox.InvalidArgument.Recovery()}
+		}
+		return data, nil
+	}
 }
 
 func sha256Hex(b []byte) string {
@@ -61,13 +86,7 @@ func UploadFile(deps *Deps) Tool {
 		Annotations:  annotations("Upload file", false, true, true, true),
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		data, ok := decodeBase64(a.str("data_base64")) // validated before any call (VAL-7)
-		if !ok {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeBadBase64, Field: "data_base64", Recovery: sandbox.InvalidArgument.Recovery()}
-		}
-		if len(data) > deps.Limits.TransferBytes {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "data_base64", Recovery: sandbox.InvalidArgument.Recovery()}
-		}
+		data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
 		r, err := reach(ctx, deps, sess, a)
 		if err != nil {
 			return nil, err
@@ -84,8 +103,21 @@ func UploadFile(deps *Deps) Tool {
 			Size   int    `json:"size"`
 			SHA256 string `json:"sha256"`
 		}{path, len(data), sha256Hex(data)}, nil
-	})
+	}).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
 }
+
+// downloadResult is download_file's result. It goes to the SDK as a value
+// (textMirrored): its megabytes of base64 are then encoded as a string, not
+// re-scanned as a json.RawMessage on every marshal.
+type downloadResult struct {
+	Path       string `json:"path"`
+	Size       int    `json:"size"`
+	SHA256     string `json:"sha256"`
+	DataBase64 string `json:"data_base64"`
+	Truncated  bool   `json:"truncated"`
+}
+
+func (downloadResult) textMirrored() {}
 
 // DownloadFile is download_file (BIN-2): a file's bytes in standard base64,
 // up to max_bytes.
@@ -127,12 +159,6 @@ func DownloadFile(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		return struct {
-			Path       string `json:"path"`
-			Size       int    `json:"size"`
-			SHA256     string `json:"sha256"`
-			DataBase64 string `json:"data_base64"`
-			Truncated  bool   `json:"truncated"`
-		}{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
+		return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
 	})
 }

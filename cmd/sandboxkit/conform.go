@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -32,6 +33,8 @@ type conformFlags struct {
 	cloud       bool
 	stateDir    string
 	runID       string
+	procs       int
+	claimDir    string
 
 	run conformance.RunOptions
 }
@@ -63,8 +66,17 @@ provider hang, drip or send an oversized body on every tool's platform call and
 expect a categorized tool error within the server's provider deadline plus a
 grace (half of it, at least 2s). Tell the kit that deadline with
 --provider-deadline, and start the server with it: for the reference server,
-"serve --provider-timeout 5s --file-timeout 5s". Without it they are skipped
-for a server in another process (failed with --require-all).
+"serve --provider-timeout 2s --file-timeout 2s". Without it they are skipped
+for a server in another process (failed with --require-all). The in-process
+reference server gets 2s.
+
+Parallel processes: the specs mostly wait, so the kit runs them in --procs
+processes of itself (default 4), each with its own fake provider and its own
+server (in-process, or the --server-cmd it starts), which share the specs as
+they go; the summary and the JUnit and JSON reports are merged. Runs that
+cannot split use one process: --cloud, --evidence-dir, --dry-run,
+--server-url (one server for every process), a fixed --fake-addr or
+--fake-api-key. --procs 1 runs every spec in turn in this process.
 
 The crash spec (cleanup.crash-restart-sweeps) runs only for a stdio server
 command: the kit starts it with SANDBOXKIT_INSTANCE set, makes it own two
@@ -94,7 +106,7 @@ loopback) to DIR: check it with "sandboxkit evidence verify DIR".
 Examples:
   sandboxkit conform
   sandboxkit conform --server-cmd "python -m my_server" --require-all
-  sandboxkit conform --server-cmd "sandboxkit serve --provider-timeout 5s --file-timeout 5s" --provider-deadline 5s
+  sandboxkit conform --server-cmd "sandboxkit serve --provider-timeout 2s --file-timeout 2s" --provider-deadline 2s
   sandboxkit conform --server-cmd "./srv --http 127.0.0.1:9000" --server-url http://127.0.0.1:9000/mcp
   sandboxkit conform --label-filter 'bounds || leakage' --junit-report junit.xml
   sandboxkit conform --list
@@ -111,6 +123,15 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 				return err
 			}
 			f.run.Summary = cmd.OutOrStdout()
+			if f.claimDir != "" {
+				// One process of a parallel run: the parent prints the summary.
+				f.run.Claim = claimIn(f.claimDir)
+				f.run.Summary = io.Discard
+			} else if procs, err := f.processes(cmd); err != nil {
+				return err
+			} else if procs > 1 {
+				return runParallel(cmd, f, procs)
+			}
 			t := &ginkgoT{}
 			if !conformance.RunWith(t, cfg, &f.run) || t.failed {
 				return exitCodeError(1)
@@ -128,7 +149,7 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file mapping contract tool names to the server's ({"run_command": "exec"})`)
 	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
 	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
-	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 5s for the in-process reference server, unknown otherwise)")
+	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 2s for the in-process reference server, unknown otherwise)")
 	fl.DurationVar(&f.idleTimeout, "idle-timeout", 0, "the server's own idle timeout for a Streamable HTTP session, as it was started with (the reference server: serve --session-timeout D); spec cleanup.idle-timeout needs it for a server URL (default: 2s for the in-process reference server, unknown otherwise)")
 	fl.DurationVar(&f.crashBound, "crash-bound", 0, "longest a stdio server command, killed with SIGKILL and started again with the same SANDBOXKIT_INSTANCE, may take to destroy what the dead process owned (spec cleanup.crash-restart-sweeps; default 30s)")
 	fl.BoolVar(&f.list, "list", false, "print the spec catalog (ID, rules, title) and exit")
@@ -145,7 +166,29 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.BoolVar(&f.run.FailFast, "fail-fast", false, "stop at the first failure")
 	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
 	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
+	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server and stdio commands, 1 otherwise)", defaultProcs))
+	fl.StringVar(&f.claimDir, "claim-dir", "", "internal: run as one process of a parallel run, claiming specs in this directory")
+	_ = fl.MarkHidden("claim-dir")
 	return cmd
+}
+
+// processes is how many processes the run uses: --procs, or by default
+// defaultProcs where the run can split and 1 where it cannot.
+func (f *conformFlags) processes(cmd *cobra.Command) (int, error) {
+	blocker := f.parallelBlocker()
+	if !cmd.Flags().Changed("procs") {
+		if blocker != "" {
+			return 1, nil
+		}
+		return defaultProcs, nil
+	}
+	switch {
+	case f.procs < 1:
+		return 0, fmt.Errorf("--procs %d: want at least 1", f.procs)
+	case f.procs > 1 && blocker != "":
+		return 0, fmt.Errorf("--procs %d: this run cannot be split (%s); use --procs 1", f.procs, blocker)
+	}
+	return f.procs, nil
 }
 
 // config maps the flags onto a kit configuration.

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/onsi/ginkgo/v2/reporters"
+	"github.com/onsi/ginkgo/v2/types"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/sandboxkit/sandboxkit/conformance"
+)
+
+// defaultProcs is how many processes a parallel run uses: the specs mostly
+// wait (on deadlines, timeouts and commands in the fake), so more processes
+// than cores still gain.
+const defaultProcs = 4
+
+// parallelBlocker says why the run must stay in one process, or "".
+// Processes share nothing: each serves its own fake and starts its own
+// server, so only targets that the kit starts per run or per session
+// (in-process, a stdio command) split, and only outputs that merge.
+func (f *conformFlags) parallelBlocker() string {
+	switch {
+	case f.cloud:
+		return "cloud mode keeps one state file"
+	case f.run.EvidenceDir != "":
+		return "one evidence bundle needs one process"
+	case f.run.DryRun:
+		return "a dry run"
+	case f.serverURL != "":
+		return "an HTTP server is shared by every process"
+	case f.fakeAddr != "127.0.0.1:0" || f.fakeAPIKey != "":
+		return "a fixed fake address or key is for one fake"
+	}
+	return ""
+}
+
+// claimIn returns the claim of a process of a parallel run: a spec is this
+// process's when it is the first to create the spec's file in dir (an
+// exclusive create: exactly one process wins each spec).
+func claimIn(dir string) func(specID string) bool {
+	return func(specID string) bool {
+		f, err := os.OpenFile(filepath.Join(dir, specID), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return false
+		}
+		_ = f.Close()
+		return true
+	}
+}
+
+// childArgs rebuilds the command line of one shard from the flags the user
+// set, without those the parent handles itself (reports, procs).
+func childArgs(fl *pflag.FlagSet, claimDir, jsonReport string) []string {
+	args := []string{"conform"}
+	fl.Visit(func(f *pflag.Flag) {
+		switch f.Name {
+		case "procs", "claim-dir", "junit-report", "json-report":
+			return
+		}
+		if sv, ok := f.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+f.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	return append(args, "--procs=1", "--claim-dir="+claimDir, "--json-report="+jsonReport)
+}
+
+// shardResult is what one shard process left.
+type shardResult struct {
+	out     bytes.Buffer
+	err     error
+	reports []types.Report
+}
+
+// runParallel runs the selected specs in procs processes of this binary,
+// which share them as they go: each runs, in catalog order, the specs that
+// no other process has claimed yet (conformance.RunOptions.Claim). Then it
+// prints their output in order and the merged summary, and writes the
+// merged JUnit and JSON reports. Hand-written: Ginkgo's own
+// parallel runner lives in its CLI, which a `go run` command cannot use.
+func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("parallel run: cannot find this program: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "sandboxkit-conform-")
+	if err != nil {
+		return fmt.Errorf("parallel run: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	claims := filepath.Join(dir, "claims")
+	if err := os.Mkdir(claims, 0o700); err != nil {
+		return fmt.Errorf("parallel run: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), f.run.Timeout+time.Minute)
+	defer cancel()
+	start := time.Now()
+	results := make([]*shardResult, procs)
+	var wg sync.WaitGroup
+	for i := range procs {
+		r := &shardResult{}
+		results[i] = r
+		report := filepath.Join(dir, fmt.Sprintf("process-%d.json", i))
+		c := exec.CommandContext(ctx, exe, childArgs(cmd.Flags(), claims, report)...)
+		c.Stdout, c.Stderr = &r.out, &r.out
+		wg.Go(func() {
+			r.err = c.Run()
+			if data, err := os.ReadFile(report); err == nil {
+				if err := json.Unmarshal(data, &r.reports); err != nil {
+					r.reports = nil
+				}
+			}
+		})
+	}
+	wg.Wait()
+	stdout := cmd.OutOrStdout()
+	merged, ok := mergeReports(results, time.Since(start))
+	for i, r := range results {
+		fmt.Fprintf(stdout, "--- process %d of %d\n", i+1, procs)
+		_, _ = io.Copy(stdout, &r.out)
+		if len(r.reports) == 0 {
+			fmt.Fprintf(stdout, "process %d of %d left no report (%v)\n", i+1, procs, r.err)
+		}
+	}
+	conformance.WriteSummary(stdout, merged)
+	fmt.Fprintf(stdout, "%d processes, %v\n", procs, merged.RunTime.Round(10*time.Millisecond))
+	var errs []error
+	if f.run.JUnitReport != "" {
+		errs = append(errs, reporters.GenerateJUnitReport(merged, f.run.JUnitReport))
+	}
+	if f.run.JSONReport != "" {
+		errs = append(errs, reporters.GenerateJSONReport(merged, f.run.JSONReport))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("parallel run: reports: %w", err)
+	}
+	if !ok {
+		return exitCodeError(1)
+	}
+	return nil
+}
+
+// mergeReports joins the processes' Ginkgo reports into one, and reports
+// whether every process ran and succeeded. Each spec appears once: from the
+// process that ran it, or (skipped by the selection) from the first.
+func mergeReports(results []*shardResult, took time.Duration) (types.Report, bool) {
+	var merged types.Report
+	ok := true
+	type key struct {
+		typ  types.NodeType
+		text string
+	}
+	seen := map[key]int{} // index in merged.SpecReports
+	for _, r := range results {
+		if r.err != nil || len(r.reports) == 0 {
+			ok = false
+		}
+		for _, rep := range r.reports {
+			if merged.SuiteDescription == "" {
+				merged = rep
+				merged.SpecReports = nil
+				merged.SpecialSuiteFailureReasons = nil
+				merged.PreRunStats = types.PreRunStats{TotalSpecs: rep.PreRunStats.TotalSpecs}
+				merged.SuiteSucceeded = true
+			}
+			ok = ok && rep.SuiteSucceeded
+			merged.SpecialSuiteFailureReasons = append(merged.SpecialSuiteFailureReasons, rep.SpecialSuiteFailureReasons...)
+			for _, sr := range rep.SpecReports {
+				claimed := sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == conformance.ClaimedElsewhere
+				k := key{sr.LeafNodeType, sr.FullText()}
+				switch i, dup := seen[k]; {
+				case !dup:
+					seen[k] = len(merged.SpecReports)
+					merged.SpecReports = append(merged.SpecReports, sr)
+				case !claimed && isClaimSkip(merged.SpecReports[i]):
+					merged.SpecReports[i] = sr
+				}
+			}
+			if rep.EndTime.After(merged.EndTime) {
+				merged.EndTime = rep.EndTime
+			}
+			if merged.StartTime.IsZero() || rep.StartTime.Before(merged.StartTime) {
+				merged.StartTime = rep.StartTime
+			}
+		}
+	}
+	for _, sr := range merged.SpecReports {
+		if sr.LeafNodeType == types.NodeTypeIt && !sr.State.Is(types.SpecStateSkipped|types.SpecStatePending) {
+			merged.PreRunStats.SpecsThatWillRun++
+		}
+		if isClaimSkip(sr) {
+			// No process ran it: a process ended early.
+			ok = false
+		}
+	}
+	merged.SuiteSucceeded = ok
+	merged.RunTime = took
+	return merged, ok
+}
+
+// isClaimSkip reports whether a spec was skipped only because another
+// process claimed it.
+func isClaimSkip(sr types.SpecReport) bool {
+	return sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == conformance.ClaimedElsewhere
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/sandboxkit/sandboxkit/conformance"
+)
+
+// Each spec comes out of the merge once: from the process that ran it, or,
+// skipped by the selection in every process, from the first. A spec no
+// process ran (every one saw it claimed) fails the run.
+func TestMergeReports(t *testing.T) {
+	spec := func(text string, state types.SpecState, msg string) types.SpecReport {
+		return types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: text, State: state, Failure: types.Failure{Message: msg}}
+	}
+	claimed := func(text string) types.SpecReport {
+		return spec(text, types.SpecStateSkipped, conformance.ClaimedElsewhere)
+	}
+	report := func(ok bool, specs ...types.SpecReport) []types.Report {
+		return []types.Report{{SuiteDescription: "kit", SuiteSucceeded: ok, SpecReports: specs}}
+	}
+	a := &shardResult{reports: report(true, spec("one", types.SpecStatePassed, ""), claimed("two"), spec("cloud", types.SpecStateSkipped, "cloud-only"))}
+	b := &shardResult{reports: report(false, claimed("one"), spec("two", types.SpecStateFailed, "boom"), spec("cloud", types.SpecStateSkipped, "cloud-only"))}
+	merged, ok := mergeReports([]*shardResult{a, b}, 0)
+	if ok || merged.SuiteSucceeded {
+		t.Error("a failed spec in one process must fail the merged run")
+	}
+	var got []string
+	for _, sr := range merged.SpecReports {
+		got = append(got, sr.LeafNodeText+"="+sr.State.String())
+	}
+	if want := "one=passed two=failed cloud=skipped"; strings.Join(got, " ") != want {
+		t.Errorf("merged specs %q, want %q", strings.Join(got, " "), want)
+	}
+	if merged.PreRunStats.SpecsThatWillRun != 2 {
+		t.Errorf("SpecsThatWillRun = %d, want 2", merged.PreRunStats.SpecsThatWillRun)
+	}
+
+	// Every process passed, but "two" was claimed and never reported run.
+	c := &shardResult{reports: report(true, spec("one", types.SpecStatePassed, ""), claimed("two"))}
+	d := &shardResult{reports: report(true, claimed("one"), claimed("two"))}
+	if _, ok := mergeReports([]*shardResult{c, d}, 0); ok {
+		t.Error("a spec that no process ran must fail the merged run")
+	}
+	// A process that left no report fails the run.
+	if _, ok := mergeReports([]*shardResult{c, {}}, 0); ok {
+		t.Error("a process without a report must fail the merged run")
+	}
+}
+
+// Exactly one claim wins each spec ID.
+func TestClaimIn(t *testing.T) {
+	dir := t.TempDir()
+	first, second := claimIn(dir), claimIn(dir)
+	if !first("errors.hang") || second("errors.hang") || first("errors.hang") {
+		t.Error("the first claim of an ID must win, every later one lose")
+	}
+	if !second("errors.drip") {
+		t.Error("another ID is free")
+	}
+}
+
+// The parallel run against the in-process reference server gives the
+// same summary as one process, and one JUnit report naming each spec once.
+func TestConformParallelMatchesSerial(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and runs part of the kit twice")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sandboxkit")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	const filter = "protocol || bounds.create-sandbox || cloud || errors.oversized"
+	summary := regexp.MustCompile(`(?s)sandboxkit conformance summary\n.*?\d+ passed, \d+ failed, \d+ skipped\n`)
+	run := func(procs string, junit string) string {
+		var out bytes.Buffer
+		c := exec.Command(bin, "conform", "--procs", procs, "--label-filter", filter, "--junit-report", junit)
+		c.Stdout, c.Stderr = &out, &out
+		if err := c.Run(); err != nil {
+			t.Fatalf("--procs %s: %v\n%s", procs, err, out.String())
+		}
+		return summary.FindString(out.String())
+	}
+	serial := run("1", filepath.Join(dir, "serial.xml"))
+	parallel := run("3", filepath.Join(dir, "parallel.xml"))
+	if serial == "" || serial != parallel {
+		t.Errorf("summaries differ:\n--- one process\n%s--- three\n%s", serial, parallel)
+	}
+	if want := fmt.Sprintf("5 passed, 0 failed, %d skipped", len(conformance.Specs())-5); !strings.Contains(parallel, want) {
+		t.Errorf("summary %q, want %q (the rest left out by the filter)", parallel, want)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "parallel.xml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var junit struct {
+		Suites []struct {
+			Cases []struct {
+				Name string `xml:"name,attr"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &junit); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, s := range junit.Suites {
+		for _, c := range s.Cases {
+			seen[c.Name]++
+		}
+	}
+	for name, n := range seen {
+		if n != 1 {
+			t.Errorf("the merged JUnit report names %q %d times", name, n)
+		}
+	}
+	if len(seen) < len(conformance.Specs()) {
+		t.Errorf("the merged JUnit report has %d cases, want every one of the %d specs", len(seen), len(conformance.Specs()))
+	}
+}
