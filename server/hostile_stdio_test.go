@@ -192,8 +192,12 @@ func TestWriteFileInvalidUTF8(t *testing.T) {
 	if res == nil || res["isError"] != true {
 		t.Fatalf("want a tool error, got %v", m)
 	}
-	data, _ := json.Marshal(res["structuredContent"])
-	if !bytes.Contains(data, []byte(`"field":"content"`)) {
+	// ERR-2: the error object is the text block, with no structuredContent.
+	if res["structuredContent"] != nil {
+		t.Errorf("a tool error carries structuredContent: %v", res["structuredContent"])
+	}
+	data, _ := json.Marshal(res["content"])
+	if !bytes.Contains(data, []byte(`\"field\":\"content\"`)) {
 		t.Errorf("error does not name the field content: %s", data)
 	}
 	if h.fp.LiveCount() != 0 {
