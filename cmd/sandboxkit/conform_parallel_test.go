@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,10 @@ func TestMergeReports(t *testing.T) {
 	a := &shardResult{reports: report(true, spec("one", types.SpecStatePassed, ""), claimed("two"), spec("cloud", types.SpecStateSkipped, "cloud-only"))}
 	b := &shardResult{reports: report(false, claimed("one"), spec("two", types.SpecStateFailed, "boom"), spec("cloud", types.SpecStateSkipped, "cloud-only"))}
 	merged, ok := mergeReports([]*shardResult{a, b}, 0)
-	if ok || merged.SuiteSucceeded {
+	if !ok || merged.SuiteSucceeded {
+		t.Error("every process ran and reported, but the merged report must say a spec failed")
+	}
+	if conformance.WriteOutcome(io.Discard, merged, conformance.NewConfig()) {
 		t.Error("a failed spec in one process must fail the merged run")
 	}
 	var got []string
