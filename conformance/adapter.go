@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"sort"
 	"strings"
@@ -238,8 +239,10 @@ func (a ToolAdapter) adaptArgs(args json.RawMessage) json.RawMessage {
 			continue
 		}
 		if x.Scale != 0 && x.Scale != 1 {
+			// Only whole numbers are scaled: 1.5 s must stay a non-integer
+			// for the bounds specs, not become a valid 1500 ms.
 			var n float64
-			if json.Unmarshal(v, &n) == nil {
+			if json.Unmarshal(v, &n) == nil && n == math.Trunc(n) {
 				if scaled, err := json.Marshal(n * x.Scale); err == nil {
 					v = scaled
 				}
@@ -259,6 +262,16 @@ func (a ToolAdapter) adaptArgs(args json.RawMessage) json.RawMessage {
 // the values came from the text block because structuredContent was
 // absent (TOOLS-3).
 func (a ToolAdapter) normalise(r *Result) {
+	if r.IsError && r.errObject != nil {
+		// VAL-6: the field a validation error names, in contract terms.
+		if f, ok := r.errObject["field"].(string); ok {
+			for contract, x := range a.Args {
+				if x.Name == f {
+					r.errObject["field"] = contract
+				}
+			}
+		}
+	}
 	if !r.arrived || r.IsError {
 		return
 	}
