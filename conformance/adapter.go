@@ -83,10 +83,10 @@ func ParseToolMap(data []byte) (map[string]ToolAdapter, error) {
 		}
 		out[tool] = a
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
 	if err := validateToolMap(out); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return out, nil
