@@ -95,20 +95,30 @@ func validateExpected(list []ExpectedFailure) error {
 const findingEntry = "sandboxkit finding"
 
 // finding records, once per spec, that a tool's result showed a run-wide
-// defect of the rule. The report entry travels in the spec's report (the
-// JSON reports of parallel processes too), where [WriteOutcome] gathers
-// it.
+// defect of the rule. It may be called from any goroutine of the spec;
+// [TestContext.reportFindings] adds them to the spec's report when the
+// spec ends.
 func (tc *TestContext) finding(rule, tool string) {
 	key := rule + " " + tc.Config.toolName(tool)
 	tc.mu.Lock()
 	if tc.findings == nil {
 		tc.findings = map[string]bool{}
 	}
-	dup := tc.findings[key]
 	tc.findings[key] = true
 	tc.mu.Unlock()
-	if !dup {
-		ginkgo.AddReportEntry(findingEntry, key, ginkgo.ReportEntryVisibilityNever)
+}
+
+// reportFindings adds the spec's findings to its report, as entries that
+// travel in the JSON reports of parallel processes too, where
+// [WriteOutcome] gathers them. It runs in the spec's cleanup, after a
+// failure too.
+func (tc *TestContext) reportFindings() {
+	tc.mu.Lock()
+	keys := sortedKeys(tc.findings)
+	tc.findings = nil
+	tc.mu.Unlock()
+	for _, k := range keys {
+		ginkgo.AddReportEntry(findingEntry, k, ginkgo.ReportEntryVisibilityNever)
 	}
 }
 

@@ -44,7 +44,8 @@ type TestContext struct {
 	// clientViolations are the TOOLS-5 failures of the spec's results.
 	clientViolations []string
 	created          []createdSandbox
-	// findings are the run findings this spec has reported ("RULE tool").
+	// findings are the run findings this spec has met ("RULE tool"), not
+	// yet in its report.
 	findings map[string]bool
 }
 
@@ -217,6 +218,7 @@ func (tc *TestContext) Transcript() []Exchange {
 // finish closes every session the spec opened and waits, within the
 // settle timeout, for the server to destroy the sandboxes they created.
 func (tc *TestContext) finish(ctx context.Context) {
+	tc.reportFindings()
 	if tc.run.cloud != nil {
 		claimed := tc.finishCloud(ctx)
 		tc.run.rec.specDone(tc)
