@@ -46,6 +46,12 @@ func TestConfigToolMap(t *testing.T) {
 		t.Errorf("a success without structuredContent is read from its text block: %v", r.Structured)
 	}
 
+	r = &Result{arrived: true, structured: json.RawMessage(`{"exitCode":0}`), Structured: map[string]any{"exitCode": 0.0}}
+	ToolAdapter{Result: ResultAdapter{Fields: map[string]string{"exit_code": "exitCode"}}}.normalise(r)
+	if _, ok := r.Structured["exit_code"]; !ok || r.FromText() || string(r.structured) != `{"exitCode":0}` {
+		t.Errorf("structuredContent members are renamed, the result as it arrived kept: %v %s", r.Structured, r.structured)
+	}
+
 	for _, c := range []struct{ file, want string }{
 		{`{"no_such_tool": "x"}`, `entry "no_such_tool": not a contract tool`},
 		{`{"run_command": {"name": "x", "argz": {}}}`, `entry "run_command": want the server's tool name or an object`},

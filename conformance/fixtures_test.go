@@ -13,7 +13,8 @@ const fixtureEnv = "SANDBOXKIT_FIXTURE_RUN"
 
 // fixtureFilter keeps the fixture runs short: the families where the
 // explicit-ID design and the text results show.
-const fixtureFilter = "protocol || default || exec || files || cleanup"
+// exec.timeout-is-tool-error waits 10 s for a timeout the fixture ignores.
+const fixtureFilter = "(protocol || default || exec || files) && !exec.timeout-is-tool-error"
 
 // TestExplicitIDFixture runs the kit, with a tool map and profile
 // explicit-ids, against the explicit-ID camelCase fixture with text
