@@ -75,7 +75,7 @@ func ParseToolMap(data []byte) (map[string]ToolAdapter, error) {
 	}
 	out := map[string]ToolAdapter{}
 	var errs []error
-	for _, tool := range sortedKeys(raw) {
+	for _, tool := range mapKeysSorted(raw) {
 		a, err := parseToolEntry(raw[tool])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("tool map entry %q: %w", tool, err))
@@ -107,7 +107,7 @@ func parseToolEntry(data json.RawMessage) (ToolAdapter, error) {
 	}
 	a := ToolAdapter{Name: e.Name}
 	var errs []error
-	for _, arg := range sortedKeys(e.Args) {
+	for _, arg := range mapKeysSorted(e.Args) {
 		var to string
 		if json.Unmarshal(e.Args[arg], &to) == nil {
 			a.setArg(arg, ArgAdapter{Name: to})
@@ -159,7 +159,7 @@ func strictDecode(data []byte, v any) error {
 // every problem at once, each naming its entry.
 func validateToolMap(m map[string]ToolAdapter) error {
 	var errs []error
-	for _, tool := range sortedKeys(m) {
+	for _, tool := range mapKeysSorted(m) {
 		a := m[tool]
 		bad := func(format string, args ...any) {
 			errs = append(errs, fmt.Errorf("tool map entry %q: %s", tool, fmt.Sprintf(format, args...)))
@@ -170,7 +170,7 @@ func validateToolMap(m map[string]ToolAdapter) error {
 		if a.Name == "" && len(a.Args) == 0 && a.Result.From == "" && len(a.Result.Fields) == 0 {
 			bad("maps to an empty name")
 		}
-		for _, arg := range sortedKeys(a.Args) {
+		for _, arg := range mapKeysSorted(a.Args) {
 			switch x := a.Args[arg]; {
 			case x.Name == "":
 				bad("argument %q maps to an empty name", arg)
@@ -186,7 +186,7 @@ func validateToolMap(m map[string]ToolAdapter) error {
 				bad(`result: "pattern" needs "fields", each a regular expression with one group`)
 			}
 			r.patterns = map[string]*regexp.Regexp{}
-			for _, f := range sortedKeys(r.Fields) {
+			for _, f := range mapKeysSorted(r.Fields) {
 				re, err := regexp.Compile(r.Fields[f])
 				switch {
 				case err != nil:
@@ -205,7 +205,7 @@ func validateToolMap(m map[string]ToolAdapter) error {
 	return errors.Join(errs...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
+func mapKeysSorted[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

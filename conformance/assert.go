@@ -35,9 +35,7 @@ func (tc *TestContext) ExpectSuccess(r *Result) *Result {
 	gomega.Expect(json.Unmarshal([]byte(r.Text), &fromText)).To(gomega.Succeed(), "%s: text block is not the JSON of structuredContent", r.Tool)
 	// Compared as they arrived: a tool map may have renamed Structured's
 	// members to the contract's.
-	var asArrived any
-	_ = json.Unmarshal(r.structured, &asArrived)
-	gomega.Expect(fromText).To(gomega.Equal(asArrived), "%s: text block differs from structuredContent", r.Tool)
+	gomega.Expect(fromText).To(gomega.Equal(toAny(r.structured)), "%s: text block differs from structuredContent", r.Tool)
 	if t := tc.Advertised(r.Tool); t == nil || t.OutputSchema == nil {
 		tc.fail(fmt.Sprintf("%s: the tool has no outputSchema", r.Tool))
 	}

@@ -114,7 +114,7 @@ func (tc *TestContext) finding(rule, tool string) {
 // failure too.
 func (tc *TestContext) reportFindings() {
 	tc.mu.Lock()
-	keys := sortedKeys(tc.findings)
+	keys := mapKeysSorted(tc.findings)
 	tc.findings = nil
 	tc.mu.Unlock()
 	for _, k := range keys {
@@ -183,7 +183,7 @@ func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
 	// Findings: one line per rule, naming the tools and the specs.
 	byRule := map[string][]string{}
 	specsOf := map[string][]string{}
-	for _, k := range sortedKeys(findings) {
+	for _, k := range mapKeysSorted(findings) {
 		rule, tool, _ := strings.Cut(k, " ")
 		byRule[rule] = append(byRule[rule], tool)
 		for _, id := range findings[k] {
@@ -192,11 +192,11 @@ func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
 			}
 		}
 	}
-	for _, rule := range sortedKeys(byRule) {
+	for _, rule := range mapKeysSorted(byRule) {
 		ids := specsOf[rule]
 		sort.Strings(ids)
 		line := fmt.Sprintf("%s: %s: %s; seen in %d %s (%s)", rule, strings.Join(byRule[rule], ", "), findingText[rule],
-			len(ids), plural(len(ids), "spec", "specs"), truncate(strings.Join(ids, ", "), 300))
+			len(ids), countNoun(len(ids), "spec", "specs"), truncate(strings.Join(ids, ", "), 300))
 		if _, ok := expected[rule]; ok {
 			hit[rule], ran[rule] = true, true
 			fmt.Fprintf(w, "  EXPECTED FINDING %s\n", line)
@@ -218,8 +218,8 @@ func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
 		for _, ids := range na {
 			n += len(ids)
 		}
-		fmt.Fprintf(w, "%d %s not applicable (not failures; --require-all runs them):\n", n, plural(n, "spec", "specs"))
-		for _, msg := range sortedKeys(na) {
+		fmt.Fprintf(w, "%d %s not applicable (not failures; --require-all runs them):\n", n, countNoun(n, "spec", "specs"))
+		for _, msg := range mapKeysSorted(na) {
 			fmt.Fprintf(w, "  N/A %s: %s\n", strings.Join(na[msg], ", "), msg)
 		}
 	}
@@ -284,7 +284,7 @@ func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
 	return pass
 }
 
-func plural(n int, one, many string) string {
+func countNoun(n int, one, many string) string {
 	if n == 1 {
 		return one
 	}

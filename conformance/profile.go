@@ -65,7 +65,7 @@ func (c *Config) notApplicable(spec Spec) string {
 			why = "it checks the session's default sandbox, and the server keeps none"
 		case spec.ID == "bounds.empty-id-with-default":
 			why = "it needs a session default sandbox, and the server keeps none"
-		case len(spec.Rules) > 0 && subset(spec.Rules, defaultRules):
+		case len(spec.Rules) > 0 && profileSubset(spec.Rules, defaultRules):
 			why = "its rules (" + strings.Join(spec.Rules, ", ") + ") are about the session's default sandbox, and the server keeps none"
 		}
 		if why != "" || c.Profile != ProfileOneShot {
@@ -74,7 +74,7 @@ func (c *Config) notApplicable(spec Spec) string {
 		switch {
 		case spec.ID == "protocol.tools-list-shape":
 			why = "TOOLS-1 lists the contract's 15 tools; a one-shot server offers one"
-		case len(spec.Tools) > 0 && !subset(spec.Tools, []string{"run_code"}):
+		case len(spec.Tools) > 0 && !profileSubset(spec.Tools, []string{"run_code"}):
 			why = "it needs tools besides run_code (" + strings.Join(spec.Tools, ", ") + ")"
 		}
 	}
@@ -84,7 +84,7 @@ func (c *Config) notApplicable(spec Spec) string {
 	return fmt.Sprintf("%s under profile %s: %s", NotApplicablePrefix, c.Profile, why)
 }
 
-func subset(xs, of []string) bool {
+func profileSubset(xs, of []string) bool {
 	for _, x := range xs {
 		if !slices.Contains(of, x) {
 			return false
