@@ -21,13 +21,16 @@ func (tc *TestContext) ExpectSuccess(r *Result) *Result {
 	ginkgo.GinkgoHelper()
 	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "%s: protocol error", r.Tool)
 	gomega.Expect(r.IsError).To(gomega.BeFalse(), "%s: unexpected tool error: %s", r.Tool, truncate(r.Text, 300))
-	if r.fromText && !tc.Config.RequireAll {
+	if r.fromText {
 		// TOOLS-3 is reported once for the run (a finding, baseline.go),
 		// not in every spec that reads a result: the values came from the
 		// text block. Certification (RequireAll) is the full contract: the
-		// spec fails below.
-		tc.finding("TOOLS-3", r.Tool)
-		return r
+		// spec fails.
+		if !tc.Config.RequireAll {
+			tc.finding("TOOLS-3", r.Tool)
+			return r
+		}
+		tc.fail(fmt.Sprintf("%s: result has no structuredContent object (TOOLS-3)", r.Tool))
 	}
 	gomega.Expect(r.Structured).NotTo(gomega.BeNil(), "%s: result has no structuredContent object", r.Tool)
 	gomega.Expect(r.TextBlocks).To(gomega.BeNumerically(">=", 1), "%s: result has no text block", r.Tool)
