@@ -86,6 +86,7 @@ func (s *Session) probeDefault(ctx context.Context) {
 	args := json.RawMessage(`{}`)
 	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName("get_sandbox"), Arguments: args})
 	r := newResult("get_sandbox", res, err)
+	s.tc.Config.adapter("get_sandbox").normalise(r) // the tool map's result reading, as in Session.call
 	s.tc.mu.Lock()
 	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: "get_sandbox", Arguments: args, Result: r.JSON, Session: s.n, Probe: true})
 	s.tc.mu.Unlock()

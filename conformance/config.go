@@ -45,8 +45,21 @@ type Config struct {
 	// each run. A server that is already running needs a fixed one.
 	FakeAPIKey string
 	// ToolNames maps contract tool names to the names the server uses, for
-	// servers that call them differently.
+	// servers that call them differently (the plain form of a tool map).
 	ToolNames map[string]string
+	// Tools adapts the server's tools to the contract's, by contract tool
+	// name: names, argument names and units, and where a result's values
+	// are (see [ParseToolMap]). A name here wins over ToolNames.
+	Tools map[string]ToolAdapter
+	// Profile is the design the server declares (see [Profiles]); empty
+	// means [ProfileContract]. Specs of rules that do not apply to it are
+	// skipped as not applicable, with the reason. RequireAll ignores it:
+	// certification is the full contract.
+	Profile Profile
+	// ExpectedFailures is the run's baseline (see [ParseExpectedFailures]):
+	// specs or rules expected to fail, each with a reason. With it the run
+	// passes when exactly those fail.
+	ExpectedFailures []ExpectedFailure
 	// RequireAll turns every skip (a tool the server does not advertise)
 	// into a failure, for certification.
 	RequireAll bool
@@ -261,6 +274,21 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("tool name mapping: %q maps to an empty name", from))
 		}
 	}
+	if len(c.Tools) > 0 {
+		tools := make(map[string]ToolAdapter, len(c.Tools))
+		for k, v := range c.Tools {
+			tools[k] = v
+		}
+		if err := validateToolMap(tools); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.Profile.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := validateExpected(c.ExpectedFailures); err != nil {
+		errs = append(errs, err)
+	}
 	if c.IdleTimeout < 0 || c.IdleTimeout > MaxIdleTimeout {
 		errs = append(errs, fmt.Errorf("idle timeout %v: want 0 (unknown; %v in-process) to %v", c.IdleTimeout, DefaultInProcessIdleTimeout, MaxIdleTimeout))
 	}
@@ -374,6 +402,16 @@ func (c *Config) redacted() map[string]any {
 	if len(c.ToolNames) > 0 {
 		m["tool_names"] = c.ToolNames
 	}
+	if len(c.Tools) > 0 {
+		names := map[string]string{}
+		for k := range c.Tools {
+			names[k] = c.toolName(k)
+		}
+		m["tool_adapters"] = names
+	}
+	if c.Profile != "" {
+		m["profile"] = string(c.Profile)
+	}
 	if !c.Cloud && c.Kind() != TargetInProcess {
 		m["fake_addr"] = c.FakeAddr
 		m["fake_api_key_fixed"] = c.FakeAPIKey != ""
@@ -383,6 +421,9 @@ func (c *Config) redacted() map[string]any {
 
 // toolName maps a contract tool name to the server's.
 func (c *Config) toolName(contract string) string {
+	if n := c.Tools[contract].Name; n != "" {
+		return n
+	}
 	if n, ok := c.ToolNames[contract]; ok {
 		return n
 	}

@@ -44,6 +44,9 @@ type TestContext struct {
 	// clientViolations are the TOOLS-5 failures of the spec's results.
 	clientViolations []string
 	created          []createdSandbox
+	// findings are the run findings this spec has met ("RULE tool"), not
+	// yet in its report.
+	findings map[string]bool
 }
 
 // createdSandbox is a sandbox the spec's calls (or the kit, for the spec)
@@ -77,6 +80,10 @@ type Session struct {
 	// (cloud mode only), under mu.
 	mu        sync.Mutex
 	defaultID string
+	// kitDefault is, for a server of profile explicit-ids, the sandbox
+	// the session last created: the kit names it in calls without
+	// sandbox_id. Under mu.
+	kitDefault string
 }
 
 // Kind tells how the server is reached.
@@ -142,19 +149,39 @@ func (s *Session) Call(ctx context.Context, tool string, args any) *Result {
 	return s.CallRaw(ctx, tool, raw)
 }
 
-// CallRaw calls a contract tool with exactly these argument bytes.
+// CallRaw calls a contract tool with exactly these argument bytes, as
+// the tool map adapts them: renamed and scaled for the server on the way
+// out, the result read where the map says on the way back (see
+// [ToolAdapter]). For a server of profile explicit-ids a call without
+// sandbox_id names the session's last created sandbox.
 func (s *Session) CallRaw(ctx context.Context, tool string, args json.RawMessage) *Result {
+	args = s.explicitID(ctx, tool, args)
+	return s.call(ctx, tool, args, false)
+}
+
+// call makes one call through the session wrapper; probe marks a call the
+// kit made on its own.
+func (s *Session) call(ctx context.Context, tool string, args json.RawMessage, probe bool) *Result {
 	cctx, cancel := context.WithTimeout(ctx, s.tc.Config.CallTimeout)
 	defer cancel()
-	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: args})
+	adapter := s.tc.Config.adapter(tool)
+	sent := adapter.adaptArgs(args)
+	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: sent})
 	r := newResult(tool, res, err)
 	// TOOLS-5, on every result of every spec: would the official clients
-	// hand this result to their caller, or throw?
+	// hand this result to their caller, or throw? Checked on the result as
+	// it arrived, before the adapter reads it.
 	if t := s.tc.Advertised(tool); t != nil {
 		r.ClientViolation = s.tc.run.clients.check(r, t.OutputSchema)
 	}
+	adapter.normalise(r)
+	if tool == "create_sandbox" && s.tc.Config.Profile == ProfileExplicitIDs {
+		if id := r.String("sandbox_id"); id != "" {
+			s.setKitDefault(id)
+		}
+	}
 	s.tc.mu.Lock()
-	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: tool, Arguments: args, Result: r.JSON, Session: s.n})
+	s.tc.transcript = append(s.tc.transcript, Exchange{Tool: tool, Arguments: sent, Result: r.JSON, Session: s.n, Probe: probe})
 	if r.ClientViolation != "" {
 		s.tc.clientViolations = append(s.tc.clientViolations, r.ClientViolation)
 	}
@@ -191,6 +218,7 @@ func (tc *TestContext) Transcript() []Exchange {
 // finish closes every session the spec opened and waits, within the
 // settle timeout, for the server to destroy the sandboxes they created.
 func (tc *TestContext) finish(ctx context.Context) {
+	tc.reportFindings()
 	if tc.run.cloud != nil {
 		claimed := tc.finishCloud(ctx)
 		tc.run.rec.specDone(tc)

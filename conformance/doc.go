@@ -5,7 +5,15 @@
 //
 // Every call goes through [Session.CallRaw], which also reads each result
 // as the official MCP clients do ([EveryResultRules]: TOOLS-5): a result
-// they would refuse fails the spec that made the call.
+// they would refuse fails the spec that made the call. The same wrapper
+// adapts servers of other designs ([Config.Tools], read from a tool map by
+// [ParseToolMap]): arguments renamed and scaled on the way out, results
+// read where the server puts them on the way back, so that specs stay in
+// contract terms; a success without structuredContent is read from its
+// text block and reported once for the run (TOOLS-3). [Config.Profile]
+// declares the server's design: specs that do not apply to it are skipped
+// as not applicable. [Config.ExpectedFailures] is a CI baseline, and
+// [WriteOutcome] decides the run against it.
 //
 // In cloud mode ([Config.Cloud]) the kit runs the specs that need no fake
 // against the real provider the environment names, adds cloud-only specs

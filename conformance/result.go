@@ -31,7 +31,14 @@ type Result struct {
 	arrived    bool            // a result arrived
 	structured json.RawMessage // structuredContent as JSON, nil when absent
 	errObject  map[string]any  // the "error" object of a tool error's text block
+	// fromText is set when the adapter read Structured from the text block
+	// because the success carried no structuredContent (TOOLS-3).
+	fromText bool
 }
+
+// FromText reports whether the result's values were read from its text
+// block because it carried no structuredContent (a TOOLS-3 finding).
+func (r *Result) FromText() bool { return r.fromText }
 
 func newResult(tool string, res *mcp.CallToolResult, err error) *Result {
 	r := &Result{Tool: tool, Err: err}

@@ -194,6 +194,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 		case spec.CloudOnly && !r.cfg.Cloud:
 			ginkgo.Skip("cloud-only: cross-checks a real provider, runs only in cloud mode (--cloud)")
 		}
+		if why := r.cfg.notApplicable(spec); why != "" {
+			ginkgo.Skip(why)
+		}
 		for _, tool := range spec.Tools {
 			if r.tools[tool] == nil {
 				msg := fmt.Sprintf("the server does not advertise %s", r.cfg.toolName(tool))

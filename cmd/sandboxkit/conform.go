@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -24,6 +23,8 @@ type conformFlags struct {
 	fakeAddr    string
 	fakeAPIKey  string
 	toolMap     string
+	profile     string
+	expected    string
 	requireAll  bool
 	callTimeout time.Duration
 	deadline    time.Duration
@@ -100,6 +101,16 @@ formats asserted (Ajv in the TypeScript SDK) and as JSON Schema 2020-12. A
 result that fails fails the spec that made the call. Tool errors are read
 from their text block ({"error": {...}}, ERR-2).
 
+Servers of other designs: --tool-map FILE adapts the server's tools (names,
+argument names, units, where a result's values are: structuredContent, JSON in
+the text block, or a pattern); a success without structuredContent is read
+from its text block and reported once, as a TOOLS-3 finding. --profile NAME
+declares the server's design (contract, explicit-ids, one-shot): specs of
+rules that do not apply read "not applicable", with the reason, and are not
+failures. --expected-failures FILE is a CI baseline: a mapping of spec or rule
+IDs to the reason each is expected to fail; the run passes when exactly those
+fail, and names any that now pass so the file can shrink.
+
 --evidence-dir DIR writes an evidence bundle of the run (mode cloud or
 loopback) to DIR: check it with "sandboxkit evidence verify DIR".
 
@@ -109,10 +120,12 @@ Examples:
   sandboxkit conform --server-cmd "sandboxkit serve --provider-timeout 2s --file-timeout 2s" --provider-deadline 2s
   sandboxkit conform --server-cmd "./srv --http 127.0.0.1:9000" --server-url http://127.0.0.1:9000/mcp
   sandboxkit conform --label-filter 'bounds || leakage' --junit-report junit.xml
+  sandboxkit conform --server-cmd "node srv.js" --tool-map map.json --profile explicit-ids --expected-failures baseline.yaml
   sandboxkit conform --list
   E2B_API_KEY=e2b_... sandboxkit conform --cloud --evidence-dir evidence/records/e2b/2026-12-02
 
-The exit status is 0 when every selected spec passed, 1 otherwise.`,
+The exit status is 0 when every selected spec passed and nothing was found
+(with --expected-failures: when exactly the expected ones failed), 1 otherwise.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.list {
@@ -130,10 +143,10 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 			} else if procs, err := f.processes(cmd); err != nil {
 				return err
 			} else if procs > 1 {
-				return runParallel(cmd, f, procs)
+				return runParallel(cmd, f, cfg, procs)
 			}
 			t := &ginkgoT{}
-			if !conformance.RunWith(t, cfg, &f.run) || t.failed {
+			if !conformance.RunWith(t, cfg, &f.run) {
 				return exitCodeError(1)
 			}
 			return nil
@@ -146,7 +159,9 @@ The exit status is 0 when every selected spec passed, 1 otherwise.`,
 	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
 	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
-	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file mapping contract tool names to the server's ({"run_command": "exec"})`)
+	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file adapting the server's tools to the contract's: names ({"run_command": "exec"}), argument names and units, and where results are (see conformance/README.md)`)
+	fl.StringVar(&f.profile, "profile", "", "the design the server follows: contract (the default: sessions with a default sandbox), explicit-ids (no default: every call names its sandbox) or one-shot (a single run_code tool); specs that do not apply are reported not applicable (--require-all runs them all)")
+	fl.StringVar(&f.expected, "expected-failures", "", "YAML or JSON file of spec or rule IDs expected to fail, each with a reason: the run passes when exactly those fail, and names any that now pass")
 	fl.BoolVar(&f.requireAll, "require-all", false, "fail, rather than skip, the specs of tools the server does not advertise (certification)")
 	fl.DurationVar(&f.callTimeout, "call-timeout", 30*time.Second, "bound on each MCP request")
 	fl.DurationVar(&f.deadline, "provider-deadline", 0, "the server's own bound on one provider request, as it was started with (the reference server: serve --provider-timeout D --file-timeout D); the deadline specs need it for a server in another process (default: 2s for the in-process reference server, unknown otherwise)")
@@ -228,9 +243,23 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--tool-map: %w", err)
 		}
-		if err := json.Unmarshal(data, &cfg.ToolNames); err != nil {
-			return nil, fmt.Errorf("--tool-map: %s is not a JSON object of names: %w", f.toolMap, err)
+		tools, err := conformance.ParseToolMap(data)
+		if err != nil {
+			return nil, fmt.Errorf("--tool-map %s: %w", f.toolMap, err)
 		}
+		cfg.Tools = tools
+	}
+	cfg.Profile = conformance.Profile(f.profile)
+	if f.expected != "" {
+		data, err := os.ReadFile(f.expected)
+		if err != nil {
+			return nil, fmt.Errorf("--expected-failures: %w", err)
+		}
+		list, err := conformance.ParseExpectedFailures(data)
+		if err != nil {
+			return nil, fmt.Errorf("--expected-failures %s: %w", f.expected, err)
+		}
+		cfg.ExpectedFailures = list
 	}
 	if f.cloud && (f.fakeAPIKey != "" || f.fakeAddr != "127.0.0.1:0") {
 		return nil, fmt.Errorf("--cloud uses no fake provider: drop --fake-addr and --fake-api-key")

@@ -93,7 +93,7 @@ type shardResult struct {
 // prints their output in order and the merged summary, and writes the
 // merged JUnit and JSON reports. Hand-written: Ginkgo's own
 // parallel runner lives in its CLI, which a `go run` command cannot use.
-func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
+func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, procs int) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return fmt.Errorf("parallel run: cannot find this program: %w", err)
@@ -138,6 +138,9 @@ func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
 		}
 	}
 	conformance.WriteSummary(stdout, merged)
+	// The processes' own verdicts count no baseline across processes: the
+	// outcome is decided once, on the merged report.
+	ok = ok && conformance.WriteOutcome(stdout, merged, cfg)
 	fmt.Fprintf(stdout, "%d processes, %v\n", procs, merged.RunTime.Round(10*time.Millisecond))
 	var errs []error
 	if f.run.JUnitReport != "" {
@@ -156,18 +159,20 @@ func runParallel(cmd *cobra.Command, f *conformFlags, procs int) error {
 }
 
 // mergeReports joins the processes' Ginkgo reports into one, and reports
-// whether every process ran and succeeded. Each spec appears once: from the
+// whether every process ran and left its report, and no spec was left
+// unrun (whether the specs passed is conformance.WriteOutcome's to say). Each spec appears once: from the
 // process that ran it, or (skipped by the selection) from the first.
 func mergeReports(results []*shardResult, took time.Duration) (types.Report, bool) {
 	var merged types.Report
 	ok := true
+	succeeded := true // every process's suite succeeded, as Ginkgo sees it
 	type key struct {
 		typ  types.NodeType
 		text string
 	}
 	seen := map[key]int{} // index in merged.SpecReports
 	for _, r := range results {
-		if r.err != nil || len(r.reports) == 0 {
+		if len(r.reports) == 0 {
 			ok = false
 		}
 		for _, rep := range r.reports {
@@ -178,7 +183,7 @@ func mergeReports(results []*shardResult, took time.Duration) (types.Report, boo
 				merged.PreRunStats = types.PreRunStats{TotalSpecs: rep.PreRunStats.TotalSpecs}
 				merged.SuiteSucceeded = true
 			}
-			ok = ok && rep.SuiteSucceeded
+			succeeded = succeeded && rep.SuiteSucceeded
 			merged.SpecialSuiteFailureReasons = append(merged.SpecialSuiteFailureReasons, rep.SpecialSuiteFailureReasons...)
 			for _, sr := range rep.SpecReports {
 				claimed := sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == conformance.ClaimedElsewhere
@@ -208,7 +213,7 @@ func mergeReports(results []*shardResult, took time.Duration) (types.Report, boo
 			ok = false
 		}
 	}
-	merged.SuiteSucceeded = ok
+	merged.SuiteSucceeded = ok && succeeded
 	merged.RunTime = took
 	return merged, ok
 }

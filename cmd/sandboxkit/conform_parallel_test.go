@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,10 @@ func TestMergeReports(t *testing.T) {
 	a := &shardResult{reports: report(true, spec("one", types.SpecStatePassed, ""), claimed("two"), spec("cloud", types.SpecStateSkipped, "cloud-only"))}
 	b := &shardResult{reports: report(false, claimed("one"), spec("two", types.SpecStateFailed, "boom"), spec("cloud", types.SpecStateSkipped, "cloud-only"))}
 	merged, ok := mergeReports([]*shardResult{a, b}, 0)
-	if ok || merged.SuiteSucceeded {
+	if !ok || merged.SuiteSucceeded {
+		t.Error("every process ran and reported, but the merged report must say a spec failed")
+	}
+	if conformance.WriteOutcome(io.Discard, merged, conformance.NewConfig()) {
 		t.Error("a failed spec in one process must fail the merged run")
 	}
 	var got []string
@@ -127,5 +131,45 @@ func TestConformParallelMatchesSerial(t *testing.T) {
 	}
 	if len(seen) < len(conformance.Specs()) {
 		t.Errorf("the merged JUnit report has %d cases, want every one of the %d specs", len(seen), len(conformance.Specs()))
+	}
+}
+
+// A parallel run decides on the merged report against the baseline: it
+// passes when exactly the expected specs fail, and names an entry that
+// now passes (and then fails).
+func TestConformParallelExpectedFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the command and runs part of the kit twice")
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "sandboxkit")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	// run_command mapped to a name the reference server does not have,
+	// with --require-all: exec.run-command-streams fails, for certain.
+	toolMap := filepath.Join(dir, "map.json")
+	baseline := filepath.Join(dir, "baseline.yaml")
+	if err := os.WriteFile(toolMap, []byte(`{"run_command": {"name": "no_such_tool"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(entries string) (string, error) {
+		if err := os.WriteFile(baseline, []byte(entries), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		c := exec.Command(bin, "conform", "--procs", "2", "--require-all", "--tool-map", toolMap, "--expected-failures", baseline,
+			"--label-filter", "exec.run-command-streams || bounds.create-sandbox")
+		c.Stdout, c.Stderr = &out, &out
+		err := c.Run()
+		return out.String(), err
+	}
+	out, err := run("exec.run-command-streams: run_command is mapped away in this test\n")
+	if err != nil || !strings.Contains(out, "EXPECTED exec.run-command-streams") || !strings.Contains(out, "baseline: PASS") {
+		t.Errorf("exactly the expected failure must pass the run (%v)\n%s", err, out)
+	}
+	out, err = run("exec.run-command-streams: mapped away\nbounds.create-sandbox: fixed since\n")
+	if err == nil || !strings.Contains(out, "NOW PASSES bounds.create-sandbox") {
+		t.Errorf("an entry that passes must be named and fail the run (%v)\n%s", err, out)
 	}
 }

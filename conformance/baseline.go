@@ -1,0 +1,292 @@
+package conformance
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+	"go.yaml.in/yaml/v3"
+)
+
+// ExpectedFailure is one entry of a run's baseline: a spec ID (such as
+// "errors.hang") or a rule ID (such as "TOOLS-3") expected to fail, and
+// why. A rule entry covers every spec that carries the rule, and the
+// run's findings of that rule.
+type ExpectedFailure struct {
+	ID     string
+	Reason string
+}
+
+// ParseExpectedFailures reads a baseline file, YAML or JSON: a mapping of
+// spec or rule IDs to the reason each is expected to fail, modelled on the
+// --expected-failures YAML of the official MCP conformance suite, with a
+// reason for each entry:
+//
+//	protocol.tools-list-shape: the server offers 6 of the 15 tools
+//	TOOLS-3: results are JSON text blocks; structuredContent is planned
+//
+// Every problem is reported at once (an unknown ID, an empty reason).
+func ParseExpectedFailures(data []byte) ([]ExpectedFailure, error) {
+	var node yaml.Node
+	if err := yaml.Unmarshal(data, &node); err != nil {
+		return nil, fmt.Errorf("expected failures: not YAML or JSON: %w", err)
+	}
+	if len(node.Content) == 0 {
+		return nil, errors.New("expected failures: the file is empty (want a mapping of spec or rule IDs to reasons)")
+	}
+	m := node.Content[0]
+	if m.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("expected failures: line %d: want a mapping of spec or rule IDs to reasons", m.Line)
+	}
+	var out []ExpectedFailure
+	var errs []error
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		k, v := m.Content[i], m.Content[i+1]
+		if v.Kind != yaml.ScalarNode {
+			errs = append(errs, fmt.Errorf("expected failures: line %d: %q: the reason must be a string", v.Line, k.Value))
+			continue
+		}
+		out = append(out, ExpectedFailure{ID: k.Value, Reason: v.Value})
+	}
+	if err := validateExpected(out); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// validateExpected checks every entry names a spec or a rule, once, with a
+// reason.
+func validateExpected(list []ExpectedFailure) error {
+	specs := map[string]bool{}
+	for _, s := range Specs() {
+		specs[s.ID] = true
+	}
+	rules := map[string]bool{}
+	for _, r := range Rules() {
+		rules[r.ID] = true
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, e := range list {
+		switch {
+		case !specs[e.ID] && !rules[e.ID]:
+			errs = append(errs, fmt.Errorf("expected failures: %q is neither a spec ID (sandboxkit conform --list) nor a rule ID of the contract", e.ID))
+		case strings.TrimSpace(e.Reason) == "":
+			errs = append(errs, fmt.Errorf("expected failures: %q has no reason", e.ID))
+		case seen[e.ID]:
+			errs = append(errs, fmt.Errorf("expected failures: %q is listed twice", e.ID))
+		}
+		seen[e.ID] = true
+	}
+	return errors.Join(errs...)
+}
+
+// findingEntry names the report entries that carry a run finding: a
+// defect the kit reports once for the run rather than in every spec that
+// ran into it (TOOLS-3: results without structuredContent).
+const findingEntry = "sandboxkit finding"
+
+// finding records, once per spec, that a tool's result showed a run-wide
+// defect of the rule. It may be called from any goroutine of the spec;
+// [TestContext.reportFindings] adds them to the spec's report when the
+// spec ends.
+func (tc *TestContext) finding(rule, tool string) {
+	key := rule + " " + tc.Config.toolName(tool)
+	tc.mu.Lock()
+	if tc.findings == nil {
+		tc.findings = map[string]bool{}
+	}
+	tc.findings[key] = true
+	tc.mu.Unlock()
+}
+
+// reportFindings adds the spec's findings to its report, as entries that
+// travel in the JSON reports of parallel processes too, where
+// [WriteOutcome] gathers them. It runs in the spec's cleanup, after a
+// failure too.
+func (tc *TestContext) reportFindings() {
+	tc.mu.Lock()
+	keys := mapKeysSorted(tc.findings)
+	tc.findings = nil
+	tc.mu.Unlock()
+	for _, k := range keys {
+		ginkgo.AddReportEntry(findingEntry, k, ginkgo.ReportEntryVisibilityNever)
+	}
+}
+
+// findingText says what a rule's run finding means.
+var findingText = map[string]string{
+	"TOOLS-3": "successes without structuredContent (the kit read the JSON in their text block instead)",
+}
+
+// WriteOutcome prints what the per-spec summary does not say, and decides
+// the run: its findings (each reported once, with the specs that ran into
+// it), the specs not applicable to the declared profile, and, with a
+// baseline (Config.ExpectedFailures), the failures it expected, those it
+// did not and the entries that now pass. It reports whether the run
+// passes: no spec failed and nothing was found, or, with a baseline,
+// exactly the expected ones failed.
+func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
+	type spec struct {
+		id    string
+		rules []string
+		state types.SpecState
+		msg   string
+	}
+	var specs []spec
+	findings := map[string][]string{} // "RULE tool" -> spec IDs
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		_, id, rules := classify(sr.Labels())
+		specs = append(specs, spec{id, rules, sr.State, sr.Failure.Message})
+		for _, e := range sr.ReportEntries {
+			if e.Name == findingEntry {
+				k := e.StringRepresentation()
+				if !slices.Contains(findings[k], id) {
+					findings[k] = append(findings[k], id)
+				}
+			}
+		}
+	}
+	expected := map[string]string{}
+	for _, e := range cfg.ExpectedFailures {
+		expected[e.ID] = e.Reason
+	}
+	// expectedBy returns the baseline entry that covers a failure of a
+	// spec with these rules, or "".
+	expectedBy := func(id string, rules []string) string {
+		if _, ok := expected[id]; ok {
+			return id
+		}
+		for _, rule := range rules {
+			if _, ok := expected[rule]; ok {
+				return rule
+			}
+		}
+		return ""
+	}
+	pass := len(r.SpecialSuiteFailureReasons) == 0
+	hit := map[string]bool{} // entries that matched a failure or finding
+	ran := map[string]bool{} // entries whose specs ran
+	var unexpected []string
+
+	// Findings: one line per rule, naming the tools and the specs.
+	byRule := map[string][]string{}
+	specsOf := map[string][]string{}
+	for _, k := range mapKeysSorted(findings) {
+		rule, tool, _ := strings.Cut(k, " ")
+		byRule[rule] = append(byRule[rule], tool)
+		for _, id := range findings[k] {
+			if !slices.Contains(specsOf[rule], id) {
+				specsOf[rule] = append(specsOf[rule], id)
+			}
+		}
+	}
+	for _, rule := range mapKeysSorted(byRule) {
+		ids := specsOf[rule]
+		sort.Strings(ids)
+		line := fmt.Sprintf("%s: %s: %s; seen in %d %s (%s)", rule, strings.Join(byRule[rule], ", "), findingText[rule],
+			len(ids), countNoun(len(ids), "spec", "specs"), truncate(strings.Join(ids, ", "), 300))
+		if _, ok := expected[rule]; ok {
+			hit[rule], ran[rule] = true, true
+			fmt.Fprintf(w, "  EXPECTED FINDING %s\n", line)
+			continue
+		}
+		fmt.Fprintf(w, "  FINDING %s\n", line)
+		unexpected = append(unexpected, rule)
+	}
+
+	// Not applicable to the profile, grouped by reason.
+	na := map[string][]string{}
+	for _, s := range specs {
+		if s.state.Is(types.SpecStateSkipped) && strings.HasPrefix(s.msg, NotApplicablePrefix) {
+			na[s.msg] = append(na[s.msg], s.id)
+		}
+	}
+	if len(na) > 0 {
+		n := 0
+		for _, ids := range na {
+			n += len(ids)
+		}
+		fmt.Fprintf(w, "%d %s not applicable (not failures; --require-all runs them):\n", n, countNoun(n, "spec", "specs"))
+		for _, msg := range mapKeysSorted(na) {
+			fmt.Fprintf(w, "  N/A %s: %s\n", strings.Join(na[msg], ", "), msg)
+		}
+	}
+
+	// Failures, against the baseline.
+	for _, s := range specs {
+		entry := expectedBy(s.id, s.rules)
+		switch {
+		case s.state.Is(types.SpecStateFailureStates):
+			if entry == "" {
+				unexpected = append(unexpected, s.id)
+				continue
+			}
+			hit[entry], ran[entry] = true, true
+		case s.state.Is(types.SpecStatePassed):
+			for _, id := range append([]string{s.id}, s.rules...) {
+				if _, ok := expected[id]; ok {
+					ran[id] = true
+				}
+			}
+		}
+	}
+	if len(unexpected) > 0 {
+		pass = false
+	}
+	if len(cfg.ExpectedFailures) == 0 {
+		return pass
+	}
+	var nowPass, notRun []string
+	for _, e := range cfg.ExpectedFailures {
+		switch {
+		case hit[e.ID]:
+		case ran[e.ID]:
+			nowPass = append(nowPass, e.ID)
+		default:
+			notRun = append(notRun, e.ID)
+		}
+	}
+	fmt.Fprintf(w, "expected failures: %d of %d entries failed as expected\n", len(hit), len(cfg.ExpectedFailures))
+	for _, e := range cfg.ExpectedFailures {
+		if hit[e.ID] {
+			fmt.Fprintf(w, "  EXPECTED %s: %s\n", e.ID, e.Reason)
+		}
+	}
+	for _, id := range unexpected {
+		fmt.Fprintf(w, "  UNEXPECTED FAILURE %s (not in the expected-failures file)\n", id)
+	}
+	for _, id := range nowPass {
+		fmt.Fprintf(w, "  NOW PASSES %s: remove it from the expected-failures file\n", id)
+	}
+	for _, id := range notRun {
+		fmt.Fprintf(w, "  NOT RUN %s: no spec of it ran (selection, profile or missing tools)\n", id)
+	}
+	if len(nowPass) > 0 {
+		pass = false
+	}
+	if pass {
+		fmt.Fprintln(w, "baseline: PASS (exactly the expected failures)")
+	} else {
+		fmt.Fprintln(w, "baseline: FAIL")
+	}
+	return pass
+}
+
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
