@@ -136,7 +136,7 @@ func StartBackgroundCommand(deps *Deps) Tool {
 			"Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Start background command", false, true, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Start background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
@@ -196,7 +196,7 @@ func GetBackgroundCommand(deps *Deps) Tool {
 			"command_id, or one from another session, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Get background command", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Get background command", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		c, ok := sess.command(a.str("command_id"))
@@ -261,7 +261,7 @@ func KillBackgroundCommand(deps *Deps) Tool {
 			"readable with get_background_command. An unknown command_id, or one from another session, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Kill background command", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Kill background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		c, ok := sess.command(a.str("command_id"))

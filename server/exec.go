@@ -92,7 +92,7 @@ func RunCommand(deps *Deps) Tool {
 			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
-		Annotations:  annotations("Run command", false, true, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Run command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
@@ -140,7 +140,7 @@ func RunCode(deps *Deps) Tool {
 			"used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
-		Annotations:  annotations("Run code", false, true, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Run code", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		lang := a.str("language")

@@ -39,7 +39,7 @@ func ReadFile(deps *Deps) Tool {
 			"path is a not_found error. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Read file", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Read file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
@@ -88,7 +88,7 @@ func WriteFile(deps *Deps) Tool {
 			"is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Write file", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Write file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		content := a.str("content")
@@ -148,7 +148,7 @@ func ListFiles(deps *Deps) Tool {
 			"default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("List files", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "List files", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)

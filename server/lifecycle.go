@@ -103,7 +103,7 @@ func ListSandboxes(deps *Deps) Tool {
 			"sandbox one that this session destroys when it ends.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("List sandboxes", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "List sandboxes", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		limit := int(a.integer("limit", maxListLimit))
@@ -148,7 +148,7 @@ func GetSandbox(deps *Deps) Tool {
 			"to it, and never changes the default.",
 		InputSchema:  in,
 		OutputSchema: metadataSchema("The sandbox's metadata."),
-		Annotations:  annotations("Get sandbox", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Get sandbox", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a) // GET-1, GET-2, GET-4
@@ -193,7 +193,7 @@ func CreateSandbox(deps *Deps) Tool {
 			"error. Credentials live in the server's configuration, never in arguments. Returns the new sandbox's metadata.",
 		InputSchema:  in,
 		OutputSchema: metadataSchema("The new sandbox's metadata."),
-		Annotations:  annotations("Create sandbox", false, false, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Create sandbox", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		timeout := time.Duration(a.integer("timeout", 0)) * time.Second
@@ -308,7 +308,7 @@ func SetSandboxTimeout(deps *Deps) Tool {
 			"taken over.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Set sandbox timeout", false, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Set sandbox timeout", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a) // TIMEOUT-2
@@ -353,7 +353,7 @@ func KillSandbox(deps *Deps) Tool {
 			"sandbox and clears the default; with no default it fails. A sandbox that is already gone is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Kill sandbox", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Kill sandbox", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a)

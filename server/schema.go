@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Schemas are written by hand, with every bound, and never inferred: the
@@ -134,17 +133,6 @@ func metadataSchema(desc string) *jsonschema.Schema {
 		"memory_mb":    nullable("integer", "Memory in MB, or null when not reported."),
 		"disk_size_mb": nullable("integer", "Disk size in MB, or null when not reported."),
 	}, metadataOrder...)
-}
-
-// annotations writes every hint out (TOOLS-1).
-func annotations(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
-	return &mcp.ToolAnnotations{
-		Title:           title,
-		ReadOnlyHint:    readOnly,
-		DestructiveHint: ptr(destructive),
-		IdempotentHint:  idempotent,
-		OpenWorldHint:   ptr(openWorld),
-	}
 }
 
 // itoa is strconv.Itoa, for descriptions.

@@ -83,7 +83,7 @@ func UploadFile(deps *Deps) Tool {
 			"created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Upload file", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Upload file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
@@ -144,7 +144,7 @@ func DownloadFile(deps *Deps) Tool {
 			"sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Download file", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Download file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
 		r, err := reach(ctx, deps, sess, a)
