@@ -118,16 +118,16 @@ func commandIDArg() *jsonschema.Schema {
 // started in the sandbox, returning at once with a command_id.
 func StartBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command", "cwd", "envs", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"command":    str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, ""),
-		"cwd":        str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern),
-		"envs":       envsArg("Environment variables for this command: names to string values."),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "command")
-	out := object("", []string{"command_id", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"command_id": {Type: "string", Description: "Pass to get_background_command and kill_background_command in this session."},
-		"sandbox_id": {Type: "string", Description: "The sandbox the command runs in."},
-	}, "command_id", "sandbox_id")
+	in := object("",
+		req("command", str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, "")),
+		opt("cwd", str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern)),
+		opt("envs", envsArg("Environment variables for this command: names to string values.")),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("command_id", &jsonschema.Schema{Type: "string", Description: "Pass to get_background_command and kill_background_command in this session."}),
+		req("sandbox_id", &jsonschema.Schema{Type: "string", Description: "The sandbox the command runs in."}),
+	)
 	def := &mcp.Tool{
 		Name: "start_background_command",
 		Description: "Start a shell command in a sandbox without waiting for it, and return its command_id at once. " +
@@ -174,20 +174,20 @@ func StartBackgroundCommand(deps *Deps) Tool {
 // after a cursor and whether the command still runs.
 func GetBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command_id", "cursor", "max_bytes"}, map[string]*jsonschema.Schema{
-		"command_id": commandIDArg(),
-		"cursor": {Type: "string", Pattern: cursorPattern,
-			Description: "The next_cursor of the previous read; only output not yet returned comes back. Default: the start of the output."},
-		"max_bytes": withDefault(integer("Most bytes of stdout and stderr together to return, 1 to "+itoa(deps.Limits.OutputBytes)+". Default "+itoa(deps.Limits.OutputBytes)+".", 1, deps.Limits.OutputBytes), deps.Limits.OutputBytes),
-	}, "command_id")
-	out := object("", []string{"running", "exit_code", "stdout", "stderr", "next_cursor", "truncated"}, map[string]*jsonschema.Schema{
-		"running":     {Type: "boolean"},
-		"exit_code":   nullable("integer", "Exit status once the command ended; null while it runs."),
-		"stdout":      {Type: "string"},
-		"stderr":      {Type: "string"},
-		"next_cursor": {Type: "string", Description: "Pass as cursor to read on."},
-		"truncated":   {Type: "boolean", Description: "True when more output is waiting after next_cursor, or when output older than the buffer was dropped."},
-	}, "running", "exit_code", "stdout", "stderr", "next_cursor", "truncated")
+	in := object("",
+		req("command_id", commandIDArg()),
+		opt("cursor", &jsonschema.Schema{Type: "string", Pattern: cursorPattern,
+			Description: "The next_cursor of the previous read; only output not yet returned comes back. Default: the start of the output."}),
+		opt("max_bytes", withDefault(integer("Most bytes of stdout and stderr together to return, 1 to "+itoa(deps.Limits.OutputBytes)+". Default "+itoa(deps.Limits.OutputBytes)+".", 1, deps.Limits.OutputBytes), deps.Limits.OutputBytes)),
+	)
+	out := object("",
+		req("running", &jsonschema.Schema{Type: "boolean"}),
+		req("exit_code", nullable("integer", "Exit status once the command ended; null while it runs.")),
+		req("stdout", &jsonschema.Schema{Type: "string"}),
+		req("stderr", &jsonschema.Schema{Type: "string"}),
+		req("next_cursor", &jsonschema.Schema{Type: "string", Description: "Pass as cursor to read on."}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when more output is waiting after next_cursor, or when output older than the buffer was dropped."}),
+	)
 	def := &mcp.Tool{
 		Name: "get_background_command",
 		Description: "Read a background command's output from cursor on, and whether it still runs. Reading from the " +
@@ -248,13 +248,13 @@ func toFieldError(err error, field string) error {
 // to a background command of this session.
 func KillBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command_id", "signal"}, map[string]*jsonschema.Schema{
-		"command_id": commandIDArg(),
-		"signal":     withDefault(enum("Signal to send. Default SIGTERM.", "SIGTERM", "SIGKILL"), "SIGTERM"),
-	}, "command_id")
-	out := object("", []string{"success"}, map[string]*jsonschema.Schema{
-		"success": {Type: "boolean", Const: ptr[any](true)},
-	}, "success")
+	in := object("",
+		req("command_id", commandIDArg()),
+		opt("signal", withDefault(enum("Signal to send. Default SIGTERM.", "SIGTERM", "SIGKILL"), "SIGTERM")),
+	)
+	out := object("",
+		req("success", &jsonschema.Schema{Type: "boolean", Const: ptr[any](true)}),
+	)
 	def := &mcp.Tool{
 		Name: "kill_background_command",
 		Description: "Send SIGTERM (default) or SIGKILL to a background command of this session. Its output stays " +

@@ -32,12 +32,12 @@ type execResult struct {
 }
 
 func execOutputSchema(limit int) *jsonschema.Schema {
-	return object("", []string{"stdout", "stderr", "exit_code", "truncated"}, map[string]*jsonschema.Schema{
-		"stdout":    {Type: "string", Description: "Standard output; beyond " + itoa(limit) + " bytes the middle is cut and head and tail are kept."},
-		"stderr":    {Type: "string", Description: "Standard error, capped the same way."},
-		"exit_code": {Type: "integer", Description: "Exit status; non-zero is a result, not an error. -1 when ended by a signal."},
-		"truncated": {Type: "boolean", Description: "True when stdout or stderr was cut."},
-	}, "stdout", "stderr", "exit_code", "truncated")
+	return object("",
+		req("stdout", &jsonschema.Schema{Type: "string", Description: "Standard output; beyond " + itoa(limit) + " bytes the middle is cut and head and tail are kept."}),
+		req("stderr", &jsonschema.Schema{Type: "string", Description: "Standard error, capped the same way."}),
+		req("exit_code", &jsonschema.Schema{Type: "integer", Description: "Exit status; non-zero is a result, not an error. -1 when ended by a signal."}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when stdout or stderr was cut."}),
+	)
 }
 
 func commandTimeoutArg() *jsonschema.Schema {
@@ -76,13 +76,13 @@ func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command s
 // completion in the sandbox.
 func RunCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command", "cwd", "envs", "timeout", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"command":    str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, ""),
-		"cwd":        str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern),
-		"envs":       envsArg("Environment variables for this command: names to string values."),
-		"timeout":    commandTimeoutArg(),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "command")
+	in := object("",
+		req("command", str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, "")),
+		opt("cwd", str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern)),
+		opt("envs", envsArg("Environment variables for this command: names to string values.")),
+		opt("timeout", commandTimeoutArg()),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
 	def := &mcp.Tool{
 		Name: "run_command",
 		Description: "Run a shell command in a sandbox and wait for it to finish. Returns stdout, stderr, exit_code and " +
@@ -126,12 +126,12 @@ func interpreter(lang string) (program, ext string, ok bool) {
 // written to a temporary file in the sandbox and run with its interpreter.
 func RunCode(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"code", "language", "timeout", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"code":       str("The program's source code.", maxCodeLen, ""),
-		"language":   withDefault(enum("Language of code. Default python.", "python", "javascript", "bash"), "python"),
-		"timeout":    commandTimeoutArg(),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "code")
+	in := object("",
+		req("code", str("The program's source code.", maxCodeLen, "")),
+		opt("language", withDefault(enum("Language of code. Default python.", "python", "javascript", "bash"), "python")),
+		opt("timeout", commandTimeoutArg()),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
 	def := &mcp.Tool{
 		Name: "run_code",
 		Description: "Run a Python (python3), JavaScript (node) or Bash program in a sandbox and wait for it to finish. " +

@@ -24,14 +24,14 @@ func pathArg(desc string) *jsonschema.Schema {
 // ReadFile is read_file (FILE-2, FILE-4): a UTF-8 text file's content.
 func ReadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path":       pathArg("The file to read."),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path")
-	out := object("", []string{"path", "content"}, map[string]*jsonschema.Schema{
-		"path":    {Type: "string", Description: "The path as given."},
-		"content": {Type: "string", Description: "The file's text."},
-	}, "path", "content")
+	in := object("",
+		req("path", pathArg("The file to read.")),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("content", &jsonschema.Schema{Type: "string", Description: "The file's text."}),
+	)
 	def := &mcp.Tool{
 		Name: "read_file",
 		Description: "Read a UTF-8 text file from a sandbox. A file that is not valid UTF-8 or is larger than " +
@@ -71,16 +71,16 @@ func ReadFile(deps *Deps) Tool {
 // parent directories and replacing an existing file.
 func WriteFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "content", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path": pathArg("The file to write."),
-		"content": {Type: "string", MaxLength: ptr(deps.Limits.TransferBytes),
-			Description: "The text to write (UTF-8), at most " + itoa(deps.Limits.TransferBytes) + " bytes."},
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path", "content")
-	out := object("", []string{"path", "bytes_written"}, map[string]*jsonschema.Schema{
-		"path":          {Type: "string", Description: "The path as given."},
-		"bytes_written": {Type: "integer", Description: "Bytes written."},
-	}, "path", "bytes_written")
+	in := object("",
+		req("path", pathArg("The file to write.")),
+		req("content", &jsonschema.Schema{Type: "string", MaxLength: ptr(deps.Limits.TransferBytes),
+			Description: "The text to write (UTF-8), at most " + itoa(deps.Limits.TransferBytes) + " bytes."}),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("bytes_written", &jsonschema.Schema{Type: "integer", Description: "Bytes written."}),
+	)
 	def := &mcp.Tool{
 		Name: "write_file",
 		Description: "Write UTF-8 text to a file in a sandbox, creating parent directories and overwriting an existing " +
@@ -126,21 +126,21 @@ type fileEntry struct {
 // depth.
 func ListFiles(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "depth", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path":       pathArg("The directory to list."),
-		"depth":      withDefault(integer("Levels to descend, 1 (the directory's own entries) to "+itoa(maxListDepth)+". Default 1.", 1, maxListDepth), defaultListDepth),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path")
-	entry := object("", []string{"name", "path", "type", "size"}, map[string]*jsonschema.Schema{
-		"name": {Type: "string"},
-		"path": {Type: "string", Description: "Absolute path."},
-		"type": enum("", "file", "directory", "symlink"),
-		"size": {Type: "integer", Description: "Size in bytes."},
-	}, "name", "path", "type", "size")
-	out := object("", []string{"entries", "truncated"}, map[string]*jsonschema.Schema{
-		"entries":   {Type: "array", Items: entry},
-		"truncated": {Type: "boolean", Description: "True when more than " + itoa(maxListEntries) + " entries were found and the rest left out."},
-	}, "entries", "truncated")
+	in := object("",
+		req("path", pathArg("The directory to list.")),
+		opt("depth", withDefault(integer("Levels to descend, 1 (the directory's own entries) to "+itoa(maxListDepth)+". Default 1.", 1, maxListDepth), defaultListDepth)),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	entry := object("",
+		req("name", &jsonschema.Schema{Type: "string"}),
+		req("path", &jsonschema.Schema{Type: "string", Description: "Absolute path."}),
+		req("type", enum("", "file", "directory", "symlink")),
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Size in bytes."}),
+	)
+	out := object("",
+		req("entries", &jsonschema.Schema{Type: "array", Items: entry}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when more than " + itoa(maxListEntries) + " entries were found and the rest left out."}),
+	)
 	def := &mcp.Tool{
 		Name: "list_files",
 		Description: "List the entries of a directory in a sandbox (name, absolute path, type file/directory/symlink, " +

@@ -64,17 +64,17 @@ func sha256Hex(b []byte) string {
 func UploadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	maxEncoded := (deps.Limits.TransferBytes + 2) / 3 * 4
-	in := object("", []string{"path", "data_base64", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path": pathArg("The file to write."),
-		"data_base64": {Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
-			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded."},
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path", "data_base64")
-	out := object("", []string{"path", "size", "sha256"}, map[string]*jsonschema.Schema{
-		"path":   {Type: "string", Description: "The path as given."},
-		"size":   {Type: "integer", Description: "Bytes written."},
-		"sha256": {Type: "string", Description: "SHA-256 of the bytes written, lowercase hex."},
-	}, "path", "size", "sha256")
+	in := object("",
+		req("path", pathArg("The file to write.")),
+		req("data_base64", &jsonschema.Schema{Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
+			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded."}),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes written."}),
+		req("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes written, lowercase hex."}),
+	)
 	def := &mcp.Tool{
 		Name: "upload_file",
 		Description: "Write binary data, given in standard base64, to a file in a sandbox, creating parent directories " +
@@ -123,19 +123,19 @@ func (downloadResult) textMirrored() {}
 // up to max_bytes.
 func DownloadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "max_bytes", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path": pathArg("The file to read."),
-		"max_bytes": withDefault(integer("Most bytes to return, 1 to "+itoa(deps.Limits.TransferBytes)+". Default "+
-			itoa(deps.Limits.TransferBytes)+".", 1, deps.Limits.TransferBytes), deps.Limits.TransferBytes),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path")
-	out := object("", []string{"path", "size", "sha256", "data_base64", "truncated"}, map[string]*jsonschema.Schema{
-		"path":        {Type: "string", Description: "The path as given."},
-		"size":        {Type: "integer", Description: "Bytes returned."},
-		"sha256":      {Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex."},
-		"data_base64": {Type: "string", Description: "The bytes in standard base64."},
-		"truncated":   {Type: "boolean", Description: "True when the file holds more than max_bytes bytes."},
-	}, "path", "size", "sha256", "data_base64", "truncated")
+	in := object("",
+		req("path", pathArg("The file to read.")),
+		opt("max_bytes", withDefault(integer("Most bytes to return, 1 to "+itoa(deps.Limits.TransferBytes)+". Default "+
+			itoa(deps.Limits.TransferBytes)+".", 1, deps.Limits.TransferBytes), deps.Limits.TransferBytes)),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes returned."}),
+		req("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex."}),
+		req("data_base64", &jsonschema.Schema{Type: "string", Description: "The bytes in standard base64."}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when the file holds more than max_bytes bytes."}),
+	)
 	def := &mcp.Tool{
 		Name: "download_file",
 		Description: "Read a file's bytes from a sandbox, returned in standard base64 with their size and SHA-256. At most " +
