@@ -138,36 +138,36 @@ func StartBackgroundCommand(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Start background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
-			return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
-		}
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
-			Cwd:         a.str("cwd"),
-			Envs:        a.strMap("envs"),
-			BufferLimit: deps.Limits.BackgroundBufferBytes,
-		})
-		if err != nil {
-			return nil, err
-		}
-		c := &bgCommand{id: "bg-" + randomHex(8), target: r, process: p}
-		if ok, full := sess.addCommand(c, deps.Limits.BackgroundCommands); !ok {
-			c.release()
-			if full {
-				return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
+	return newTool(def, dataPlane{
+		check: func(sess *session, a args) error {
+			if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
+				return &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
 			}
-			return nil, sessionClosedError()
-		}
-		return struct {
-			CommandID string `json:"command_id"`
-			SandboxID string `json:"sandbox_id"`
-		}{c.id, r.id}, nil
-	})
+			return nil
+		},
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
+				Cwd:         a.str("cwd"),
+				Envs:        a.strMap("envs"),
+				BufferLimit: deps.Limits.BackgroundBufferBytes,
+			})
+			if err != nil {
+				return nil, err
+			}
+			c := &bgCommand{id: "bg-" + randomHex(8), target: r, process: p}
+			if ok, full := sess.addCommand(c, deps.Limits.BackgroundCommands); !ok {
+				c.release()
+				if full {
+					return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
+				}
+				return nil, sessionClosedError()
+			}
+			return struct {
+				CommandID string `json:"command_id"`
+				SandboxID string `json:"sandbox_id"`
+			}{c.id, r.id}, nil
+		},
+	}.handler(deps))
 }
 
 // GetBackgroundCommand is get_background_command (BG-2, BG-4): the output

@@ -49,7 +49,7 @@ func sandboxIDExecArg() *jsonschema.Schema {
 }
 
 // runShell runs a command line on the reached sandbox with capped output,
-// then renews an owned sandbox (RENEW-1).
+// in the tool's [dataPlane], which renews an owned sandbox after it (RENEW-1).
 func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command string, opts sandbox.CommandOptions) (*execResult, error) {
 	stdout, stderr := newHeadTail(d.Limits.OutputBytes), newHeadTail(d.Limits.OutputBytes)
 	opts.Stdout, opts.Stderr = stdout, stderr
@@ -94,18 +94,15 @@ func RunCommand(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 		Annotations:  &mcp.ToolAnnotations{Title: "Run command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
-			Cwd:     a.str("cwd"),
-			Envs:    a.strMap("envs"),
-			Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
-		})
-	})
+	return newTool(def, dataPlane{
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
+				Cwd:     a.str("cwd"),
+				Envs:    a.strMap("envs"),
+				Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
+			})
+		},
+	}.handler(deps))
 }
 
 // interpreter returns the program that runs a file of run_code's language,
@@ -120,6 +117,16 @@ func interpreter(lang string) (program, ext string, ok bool) {
 		return "bash", ".sh", true
 	}
 	return "", "", false
+}
+
+// codeInterpreter is interpreter for run_code's language argument, python
+// when absent.
+func codeInterpreter(a args) (program, ext string, ok bool) {
+	lang := a.str("language")
+	if lang == "" {
+		lang = "python"
+	}
+	return interpreter(lang)
 }
 
 // RunCode is run_code (EXEC-2): a snippet of Python, JavaScript or Bash,
@@ -142,32 +149,28 @@ func RunCode(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 		Annotations:  &mcp.ToolAnnotations{Title: "Run code", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		lang := a.str("language")
-		if lang == "" {
-			lang = "python"
-		}
-		program, ext, ok := interpreter(lang)
-		if !ok {
-			return nil, invalidField("language")
-		}
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		file := "/tmp/sandboxkit-code-" + randomHex(8) + ext
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		_, err = r.envd.WriteText(fctx, file, a.str("code"))
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		command := program + " " + file + "; __sbk_rc=$?; rm -f " + file + "; exit $__sbk_rc"
-		return runShell(ctx, deps, sess, r, command, sandbox.CommandOptions{
-			Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
-		})
-	})
+	return newTool(def, dataPlane{
+		check: func(_ *session, a args) error {
+			if _, _, ok := codeInterpreter(a); !ok {
+				return invalidField("language")
+			}
+			return nil
+		},
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			program, ext, _ := codeInterpreter(a) // checked before the sandbox was reached
+			file := "/tmp/sandboxkit-code-" + randomHex(8) + ext
+			fctx, cancel := fileContext(ctx, deps)
+			_, err := r.envd.WriteText(fctx, file, a.str("code"))
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			command := program + " " + file + "; __sbk_rc=$?; rm -f " + file + "; exit $__sbk_rc"
+			return runShell(ctx, deps, sess, r, command, sandbox.CommandOptions{
+				Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
+			})
+		},
+	}.handler(deps))
 }
 
 // randomHex returns n random bytes as 2n hex digits.

@@ -41,30 +41,26 @@ func ReadFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Read file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		data, truncated, err := r.envd.ReadFile(fctx, path, int64(deps.Limits.ReadFileBytes))
-		if err != nil {
-			return nil, err
-		}
-		if truncated {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "path", Recovery: hintUseDownload}
-		}
-		if !utf8.Valid(data) {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeNotUTF8, Field: "path", Recovery: hintUseDownload}
-		}
-		return struct {
-			Path    string `json:"path"`
-			Content string `json:"content"`
-		}{path, string(data)}, nil
-	})
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			path := a.str("path")
+			data, truncated, err := r.envd.ReadFile(ctx, path, int64(deps.Limits.ReadFileBytes))
+			if err != nil {
+				return nil, err
+			}
+			if truncated {
+				return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "path", Recovery: hintUseDownload}
+			}
+			if !utf8.Valid(data) {
+				return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeNotUTF8, Field: "path", Recovery: hintUseDownload}
+			}
+			return struct {
+				Path    string `json:"path"`
+				Content string `json:"content"`
+			}{path, string(data)}, nil
+		},
+	}.handler(deps))
 }
 
 // WriteFile is write_file (FILE-1): UTF-8 text written to a file, creating
@@ -90,28 +86,26 @@ func WriteFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Write file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		content := a.str("content")
-		if len(content) > deps.Limits.TransferBytes {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "content", Recovery: sandbox.InvalidArgument.Recovery()}
-		}
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		info, err := r.envd.WriteText(fctx, path, content)
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Path         string `json:"path"`
-			BytesWritten int64  `json:"bytes_written"`
-		}{path, info.Size}, nil
-	})
+	return newTool(def, dataPlane{
+		check: func(_ *session, a args) error {
+			if len(a.str("content")) > deps.Limits.TransferBytes {
+				return &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "content", Recovery: sandbox.InvalidArgument.Recovery()}
+			}
+			return nil
+		},
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			path := a.str("path")
+			info, err := r.envd.WriteText(ctx, path, a.str("content"))
+			if err != nil {
+				return nil, err
+			}
+			return struct {
+				Path         string `json:"path"`
+				BytesWritten int64  `json:"bytes_written"`
+			}{path, info.Size}, nil
+		},
+	}.handler(deps))
 }
 
 // fileEntry is one entry of list_files (FILE-3).
@@ -150,32 +144,28 @@ func ListFiles(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "List files", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		infos, err := r.envd.ListDir(fctx, a.str("path"), int(a.integer("depth", defaultListDepth)))
-		if err != nil {
-			return nil, err
-		}
-		entries := make([]fileEntry, 0, min(len(infos), maxListEntries))
-		for _, e := range infos {
-			if len(entries) == maxListEntries {
-				break
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			infos, err := r.envd.ListDir(ctx, a.str("path"), int(a.integer("depth", defaultListDepth)))
+			if err != nil {
+				return nil, err
 			}
-			typ := string(e.Type)
-			if e.Type != sandbox.EntryDirectory && e.Type != sandbox.EntrySymlink {
-				typ = string(sandbox.EntryFile)
+			entries := make([]fileEntry, 0, min(len(infos), maxListEntries))
+			for _, e := range infos {
+				if len(entries) == maxListEntries {
+					break
+				}
+				typ := string(e.Type)
+				if e.Type != sandbox.EntryDirectory && e.Type != sandbox.EntrySymlink {
+					typ = string(sandbox.EntryFile)
+				}
+				entries = append(entries, fileEntry{Name: e.Name, Path: e.Path, Type: typ, Size: e.Size})
 			}
-			entries = append(entries, fileEntry{Name: e.Name, Path: e.Path, Type: typ, Size: e.Size})
-		}
-		return struct {
-			Entries   []fileEntry `json:"entries"`
-			Truncated bool        `json:"truncated"`
-		}{entries, len(infos) > maxListEntries}, nil
-	})
+			return struct {
+				Entries   []fileEntry `json:"entries"`
+				Truncated bool        `json:"truncated"`
+			}{entries, len(infos) > maxListEntries}, nil
+		},
+	}.handler(deps))
 }

@@ -107,3 +107,49 @@ func unanswered(err error) bool {
 	}
 	return se.HTTPStatus == 0 && (se.Category == sandbox.Timeout || se.Category == sandbox.Unavailable)
 }
+
+// dataPlane is the handler of a tool that works inside a sandbox (the
+// execution, file, binary and background-start tools): the one place where
+// such a tool reaches its sandbox and renews it (RENEW-1, RENEW-2). Build
+// the handler with [dataPlane.handler].
+type dataPlane struct {
+	// check, when set, runs before the sandbox is reached: an error from it
+	// reaches, creates and renews nothing.
+	check func(sess *session, a args) error
+	// fileOp bounds run's context by Limits.FileTimeout: the tool's work is
+	// one file operation. A tool that also runs a command bounds only its
+	// file step, with [fileContext].
+	fileOp bool
+	// run does the tool's work on the reached sandbox.
+	run func(ctx context.Context, sess *session, r *reached, a args) (any, error)
+}
+
+// handler reaches the sandbox (RENEW-2, SESSION-2), runs the tool, and
+// then renews an owned sandbox whatever the tool's outcome (RENEW-1).
+func (p dataPlane) handler(deps *Deps) handlerFunc {
+	return func(ctx context.Context, sess *session, a args) (_ any, err error) {
+		if p.check != nil {
+			if err := p.check(sess, a); err != nil {
+				return nil, err
+			}
+		}
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		// RENEW-1: renewed with the call's own context, after any file
+		// timeout has been released.
+		defer func() { renew(ctx, deps, sess, r, err) }()
+		if p.fileOp {
+			fctx, cancel := fileContext(ctx, deps)
+			defer cancel()
+			return p.run(fctx, sess, r, a)
+		}
+		return p.run(ctx, sess, r, a)
+	}
+}
+
+// fileContext bounds one file operation in a sandbox by Limits.FileTimeout.
+func fileContext(ctx context.Context, deps *Deps) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, deps.Limits.FileTimeout)
+}

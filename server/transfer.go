@@ -85,25 +85,21 @@ func UploadFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Upload file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		if _, err := r.envd.Upload(fctx, path, bytes.NewReader(data)); err != nil {
-			return nil, err
-		}
-		return struct {
-			Path   string `json:"path"`
-			Size   int    `json:"size"`
-			SHA256 string `json:"sha256"`
-		}{path, len(data), sha256Hex(data)}, nil
-	}).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
+			path := a.str("path")
+			if _, err := r.envd.Upload(ctx, path, bytes.NewReader(data)); err != nil {
+				return nil, err
+			}
+			return struct {
+				Path   string `json:"path"`
+				Size   int    `json:"size"`
+				SHA256 string `json:"sha256"`
+			}{path, len(data), sha256Hex(data)}, nil
+		},
+	}.handler(deps)).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
 }
 
 // downloadResult is download_file's result. It goes to the SDK as a value
@@ -146,19 +142,15 @@ func DownloadFile(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Download file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		data, truncated, err := r.envd.ReadFile(fctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
-		if err != nil {
-			return nil, err
-		}
-		return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
-	})
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			path := a.str("path")
+			data, truncated, err := r.envd.ReadFile(ctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
+			if err != nil {
+				return nil, err
+			}
+			return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
+		},
+	}.handler(deps))
 }
