@@ -154,8 +154,11 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.refuse(ferr)
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
+		// A request is built from what checkFrame read, not decoded again.
+		var msg jsonrpc.Message
+		if req, ok := request(line, f); ok {
+			msg = req
+		} else if msg, err = jsonrpc.DecodeMessage(line); err != nil {
 			c.refuse(&frameError{id: f.id, code: jsonrpc.CodeInvalidRequest, msg: "invalid request"})
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -22,6 +23,9 @@ type frame struct {
 	// argStart and argEnd delimit params.arguments of a tools/call in the
 	// message (both 0 when there is none).
 	argStart, argEnd int
+	// paramsStart and paramsEnd delimit params in the message (both 0 when
+	// there is none).
+	paramsStart, paramsEnd int
 }
 
 // frameError is a message refused before dispatch: the JSON-RPC error to
@@ -130,6 +134,7 @@ func checkFrame(data []byte) (*frame, *frameError) {
 		case "params":
 			paramsAt = int(dec.InputOffset()) - len(v)
 			para = jsontext.Value(data[paramsAt : paramsAt+len(v)])
+			f.paramsStart, f.paramsEnd = paramsAt, paramsAt+len(v)
 		}
 	}
 	// The id first, so that later errors are answered under it.
@@ -171,6 +176,50 @@ func checkFrame(data []byte) (*frame, *frameError) {
 		}
 	}
 	return &f, nil
+}
+
+// request builds the SDK's message for a request that checkFrame has
+// read, so that the SDK's decoder does not parse the line a second time:
+// jsonrpc.DecodeMessage decodes it twice more (the envelope, then the
+// method), each time with a fresh 32 KiB buffer (docs/benchmarks.md).
+// The message is the one DecodeMessage gives: the same method, an ID
+// made by jsonrpc.MakeID from what the SDK's decoder would give (a
+// float64 for an integer, which checkFrame bounds to 2^53, or a string),
+// and params as the raw bytes. ok is false for a response and for any
+// form it does not build the same way (a method "", an escaped string id,
+// params null); those go to jsonrpc.DecodeMessage.
+func request(data []byte, f *frame) (_ *jsonrpc.Request, ok bool) {
+	if f.method == "" {
+		return nil, false
+	}
+	var raw any
+	switch {
+	case f.id == "": // a notification
+	case f.id[0] == '"':
+		s := f.id[1 : len(f.id)-1]
+		if strings.IndexByte(s, '\\') >= 0 || !utf8.ValidString(s) {
+			return nil, false
+		}
+		raw = s
+	default:
+		n, err := strconv.ParseFloat(f.id, 64) // an integer of at most 2^53: exact
+		if err != nil {
+			return nil, false
+		}
+		raw = n
+	}
+	id, err := jsonrpc.MakeID(raw)
+	if err != nil {
+		return nil, false
+	}
+	var params json.RawMessage
+	if f.paramsEnd > f.paramsStart {
+		params = data[f.paramsStart:f.paramsEnd]
+		if string(params) == "null" {
+			return nil, false
+		}
+	}
+	return &jsonrpc.Request{ID: id, Method: f.method, Params: params}, true
 }
 
 // argumentsSpan finds the "arguments" member of a params object: the
