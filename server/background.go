@@ -198,7 +198,7 @@ func GetBackgroundCommand(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Get background command", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		c, ok := sess.command(a.str("command_id"))
 		if !ok {
 			return nil, unknownCommandError() // BG-4
@@ -209,29 +209,30 @@ func GetBackgroundCommand(deps *Deps) Tool {
 				return nil, invalidField("cursor")
 			}
 		}
-		defer func() { renew(ctx, deps, sess, c.target, err) }()
-		o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
-		if err != nil {
-			return nil, toFieldError(err, "cursor")
-		}
-		var exit *int
-		if o.Exit != nil {
-			code := o.Exit.ExitCode
-			exit = &code
-		}
-		return struct {
-			Running    bool   `json:"running"`
-			ExitCode   *int   `json:"exit_code"`
-			Stdout     string `json:"stdout"`
-			Stderr     string `json:"stderr"`
-			NextCursor string `json:"next_cursor"`
-			Truncated  bool   `json:"truncated"`
-		}{
-			// The SDK may still report Running for a moment after the end
-			// event arrived; the end event is the last, so it is over.
-			o.Running && o.Exit == nil,
-			exit, string(o.Stdout), string(o.Stderr), formatCursor(o.Next), o.More || o.Dropped,
-		}, nil
+		return renewed(ctx, deps, sess, c.target, func() (any, error) {
+			o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
+			if err != nil {
+				return nil, toFieldError(err, "cursor")
+			}
+			var exit *int
+			if o.Exit != nil {
+				code := o.Exit.ExitCode
+				exit = &code
+			}
+			return struct {
+				Running    bool   `json:"running"`
+				ExitCode   *int   `json:"exit_code"`
+				Stdout     string `json:"stdout"`
+				Stderr     string `json:"stderr"`
+				NextCursor string `json:"next_cursor"`
+				Truncated  bool   `json:"truncated"`
+			}{
+				// The SDK may still report Running for a moment after the end
+				// event arrived; the end event is the last, so it is over.
+				o.Running && o.Exit == nil,
+				exit, string(o.Stdout), string(o.Stderr), formatCursor(o.Next), o.More || o.Dropped,
+			}, nil
+		})
 	})
 }
 
@@ -263,7 +264,7 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Kill background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		c, ok := sess.command(a.str("command_id"))
 		if !ok {
 			return nil, unknownCommandError() // BG-3, BG-4
@@ -272,14 +273,15 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		if a.str("signal") == string(sandbox.SIGKILL) {
 			sig = sandbox.SIGKILL
 		}
-		defer func() { renew(ctx, deps, sess, c.target, err) }()
-		if !c.finished() {
-			if err := c.process.Kill(ctx, sig); err != nil {
-				return nil, err
+		return renewed(ctx, deps, sess, c.target, func() (any, error) {
+			if !c.finished() {
+				if err := c.process.Kill(ctx, sig); err != nil {
+					return nil, err
+				}
 			}
-		}
-		return struct {
-			Success bool `json:"success"`
-		}{true}, nil
+			return struct {
+				Success bool `json:"success"`
+			}{true}, nil
+		})
 	})
 }

@@ -127,7 +127,7 @@ type dataPlane struct {
 // handler reaches the sandbox (RENEW-2, SESSION-2), runs the tool, and
 // then renews an owned sandbox whatever the tool's outcome (RENEW-1).
 func (p dataPlane) handler(deps *Deps) handlerFunc {
-	return func(ctx context.Context, sess *session, a args) (_ any, err error) {
+	return func(ctx context.Context, sess *session, a args) (any, error) {
 		if p.check != nil {
 			if err := p.check(sess, a); err != nil {
 				return nil, err
@@ -137,16 +137,25 @@ func (p dataPlane) handler(deps *Deps) handlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		// RENEW-1: renewed with the call's own context, after any file
-		// timeout has been released.
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		if p.fileOp {
-			fctx, cancel := fileContext(ctx, deps)
-			defer cancel()
-			return p.run(fctx, sess, r, a)
-		}
-		return p.run(ctx, sess, r, a)
+		return renewed(ctx, deps, sess, r, func() (any, error) {
+			if p.fileOp {
+				fctx, cancel := fileContext(ctx, deps)
+				defer cancel()
+				return p.run(fctx, sess, r, a)
+			}
+			return p.run(ctx, sess, r, a)
+		})
 	}
+}
+
+// renewed runs a tool's work on a sandbox it has reached, then renews the
+// sandbox when this session owns it, whatever the work's outcome (RENEW-1),
+// with the call's own context (the work's file timeout has been released
+// by then). The background tools that read or signal a command use it with
+// the sandbox the command was started in.
+func renewed(ctx context.Context, deps *Deps, sess *session, r *reached, work func() (any, error)) (_ any, err error) {
+	defer func() { renew(ctx, deps, sess, r, err) }()
+	return work()
 }
 
 // fileContext bounds one file operation in a sandbox by Limits.FileTimeout.
