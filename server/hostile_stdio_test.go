@@ -192,7 +192,13 @@ func TestWriteFileInvalidUTF8(t *testing.T) {
 	if res == nil || res["isError"] != true {
 		t.Fatalf("want a tool error, got %v", m)
 	}
-	data, _ := json.Marshal(res["structuredContent"])
+	// ERR-2: a tool error's JSON is its one text block (no structuredContent).
+	var text string
+	if blocks, _ := res["content"].([]any); len(blocks) == 1 {
+		b, _ := blocks[0].(map[string]any)
+		text, _ = b["text"].(string)
+	}
+	data := []byte(text)
 	if !bytes.Contains(data, []byte(`"field":"content"`)) {
 		t.Errorf("error does not name the field content: %s", data)
 	}
