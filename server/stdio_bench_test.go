@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"io"
 	"log/slog"
 	"strconv"
@@ -18,13 +19,16 @@ import (
 // allocations are counted. unknown_command is get_background_command with
 // an ID the session never had: validation, dispatch and a tool error,
 // without the provider. get_sandbox reads the session's sandbox from the
-// fake provider on loopback, as a real call does. Run with
+// fake provider on loopback, as a real call does. upload_8MiB writes 8 MiB
+// (11 MB of base64 in the line) to the sandbox. Run with
 //
 //	go test ./server -run '^$' -bench 'StdioToolsCall' -benchmem
 func BenchmarkStdioToolsCall(b *testing.B) {
 	for _, bc := range []struct{ name, call string }{
 		{"unknown_command", `"name":"get_background_command","arguments":{"command_id":"bg-0123456789abcdef"}`},
 		{"get_sandbox", `"name":"get_sandbox","arguments":{}`},
+		{"upload_8MiB", `"name":"upload_file","arguments":{"path":"/tmp/bench.bin","data_base64":"` +
+			base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0, 1, 2, 3, 254, 255, 'x', '\n'}, 1<<20)) + `"}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			fake := fakeprovider.New(nil)
@@ -37,11 +41,16 @@ func BenchmarkStdioToolsCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
+			if len(bc.call) > 1<<20 {
+				b.SetBytes(int64(len(bc.call)))
+			}
 			inR, inW := io.Pipe()
 			outR, outW := io.Pipe()
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
-			go func() { done <- srv.Run(ctx, &lineTransport{r: inR, w: outW, maxLine: 1 << 20}) }()
+			go func() {
+				done <- srv.Run(ctx, &lineTransport{r: inR, w: outW, maxLine: maxMessageBytes(srv.deps.Limits)})
+			}()
 			b.Cleanup(func() {
 				_ = inW.Close()
 				cancel()
