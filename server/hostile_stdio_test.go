@@ -25,7 +25,7 @@ func runLines(t *testing.T, h *harness, input string, maxLine int) []map[string]
 	var out syncBuffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := h.srv.Run(ctx, &lineTransport{r: strings.NewReader(input), w: &out, maxLine: maxLine}); err != nil {
+	if err := h.srv.Run(ctx, &lineTransport{r: strings.NewReader(input), w: &out, maxLine: maxLine, stash: &h.srv.stash}); err != nil { // as RunStdio
 		t.Fatalf("Run: %v (the server must survive bad lines)", err)
 	}
 	var msgs []map[string]any

@@ -14,7 +14,8 @@ import (
 )
 
 // BenchmarkStdioToolsCall measures one tools/call answered over the stdio
-// transport (lineTransport: strict frame checks, then the SDK), written
+// transport as RunStdio sets it up (lineTransport: strict frame checks,
+// the argument stash, then the SDK), written
 // and read as raw lines on in-memory pipes so that no client library's
 // allocations are counted. unknown_command is get_background_command with
 // an ID the session never had: validation, dispatch and a tool error,
@@ -49,7 +50,7 @@ func BenchmarkStdioToolsCall(b *testing.B) {
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() {
-				done <- srv.Run(ctx, &lineTransport{r: inR, w: outW, maxLine: maxMessageBytes(srv.deps.Limits)})
+				done <- srv.Run(ctx, &lineTransport{r: inR, w: outW, maxLine: maxMessageBytes(srv.deps.Limits), stash: &srv.stash})
 			}()
 			b.Cleanup(func() {
 				_ = inW.Close()
