@@ -118,16 +118,16 @@ func commandIDArg() *jsonschema.Schema {
 // started in the sandbox, returning at once with a command_id.
 func StartBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command", "cwd", "envs", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"command":    str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, ""),
-		"cwd":        str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern),
-		"envs":       envsArg("Environment variables for this command: names to string values."),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "command")
-	out := object("", []string{"command_id", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"command_id": {Type: "string", Description: "Pass to get_background_command and kill_background_command in this session."},
-		"sandbox_id": {Type: "string", Description: "The sandbox the command runs in."},
-	}, "command_id", "sandbox_id")
+	in := object("",
+		req("command", str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, "")),
+		opt("cwd", str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern)),
+		opt("envs", envsArg("Environment variables for this command: names to string values.")),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("command_id", &jsonschema.Schema{Type: "string", Description: "Pass to get_background_command and kill_background_command in this session."}),
+		req("sandbox_id", &jsonschema.Schema{Type: "string", Description: "The sandbox the command runs in."}),
+	)
 	def := &mcp.Tool{
 		Name: "start_background_command",
 		Description: "Start a shell command in a sandbox without waiting for it, and return its command_id at once. " +
@@ -136,58 +136,58 @@ func StartBackgroundCommand(deps *Deps) Tool {
 			"Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Start background command", false, true, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Start background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
-			return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
-		}
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
-			Cwd:         a.str("cwd"),
-			Envs:        a.strMap("envs"),
-			BufferLimit: deps.Limits.BackgroundBufferBytes,
-		})
-		if err != nil {
-			return nil, err
-		}
-		c := &bgCommand{id: "bg-" + randomHex(8), target: r, process: p}
-		if ok, full := sess.addCommand(c, deps.Limits.BackgroundCommands); !ok {
-			c.release()
-			if full {
-				return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
+	return newTool(def, dataPlane{
+		check: func(sess *session, a args) error {
+			if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
+				return &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
 			}
-			return nil, sessionClosedError()
-		}
-		return struct {
-			CommandID string `json:"command_id"`
-			SandboxID string `json:"sandbox_id"`
-		}{c.id, r.id}, nil
-	})
+			return nil
+		},
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
+				Cwd:         a.str("cwd"),
+				Envs:        a.strMap("envs"),
+				BufferLimit: deps.Limits.BackgroundBufferBytes,
+			})
+			if err != nil {
+				return nil, err
+			}
+			c := &bgCommand{id: "bg-" + randomHex(8), target: r, process: p}
+			if ok, full := sess.addCommand(c, deps.Limits.BackgroundCommands); !ok {
+				c.release()
+				if full {
+					return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
+				}
+				return nil, sessionClosedError()
+			}
+			return struct {
+				CommandID string `json:"command_id"`
+				SandboxID string `json:"sandbox_id"`
+			}{c.id, r.id}, nil
+		},
+	}.handler(deps))
 }
 
 // GetBackgroundCommand is get_background_command (BG-2, BG-4): the output
 // after a cursor and whether the command still runs.
 func GetBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command_id", "cursor", "max_bytes"}, map[string]*jsonschema.Schema{
-		"command_id": commandIDArg(),
-		"cursor": {Type: "string", Pattern: cursorPattern,
-			Description: "The next_cursor of the previous read; only output not yet returned comes back. Default: the start of the output."},
-		"max_bytes": withDefault(integer("Most bytes of stdout and stderr together to return, 1 to "+itoa(deps.Limits.OutputBytes)+". Default "+itoa(deps.Limits.OutputBytes)+".", 1, deps.Limits.OutputBytes), deps.Limits.OutputBytes),
-	}, "command_id")
-	out := object("", []string{"running", "exit_code", "stdout", "stderr", "next_cursor", "truncated"}, map[string]*jsonschema.Schema{
-		"running":     {Type: "boolean"},
-		"exit_code":   nullable("integer", "Exit status once the command ended; null while it runs."),
-		"stdout":      {Type: "string"},
-		"stderr":      {Type: "string"},
-		"next_cursor": {Type: "string", Description: "Pass as cursor to read on."},
-		"truncated":   {Type: "boolean", Description: "True when more output is waiting after next_cursor, or when output older than the buffer was dropped."},
-	}, "running", "exit_code", "stdout", "stderr", "next_cursor", "truncated")
+	in := object("",
+		req("command_id", commandIDArg()),
+		opt("cursor", &jsonschema.Schema{Type: "string", Pattern: cursorPattern,
+			Description: "The next_cursor of the previous read; only output not yet returned comes back. Default: the start of the output."}),
+		opt("max_bytes", withDefault(integer("Most bytes of stdout and stderr together to return, 1 to "+itoa(deps.Limits.OutputBytes)+". Default "+itoa(deps.Limits.OutputBytes)+".", 1, deps.Limits.OutputBytes), deps.Limits.OutputBytes)),
+	)
+	out := object("",
+		req("running", &jsonschema.Schema{Type: "boolean"}),
+		req("exit_code", nullable("integer", "Exit status once the command ended; null while it runs.")),
+		req("stdout", &jsonschema.Schema{Type: "string"}),
+		req("stderr", &jsonschema.Schema{Type: "string"}),
+		req("next_cursor", &jsonschema.Schema{Type: "string", Description: "Pass as cursor to read on."}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when more output is waiting after next_cursor, or when output older than the buffer was dropped."}),
+	)
 	def := &mcp.Tool{
 		Name: "get_background_command",
 		Description: "Read a background command's output from cursor on, and whether it still runs. Reading from the " +
@@ -196,9 +196,9 @@ func GetBackgroundCommand(deps *Deps) Tool {
 			"command_id, or one from another session, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Get background command", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Get background command", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		c, ok := sess.command(a.str("command_id"))
 		if !ok {
 			return nil, unknownCommandError() // BG-4
@@ -209,29 +209,30 @@ func GetBackgroundCommand(deps *Deps) Tool {
 				return nil, invalidField("cursor")
 			}
 		}
-		defer func() { renew(ctx, deps, sess, c.target, err) }()
-		o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
-		if err != nil {
-			return nil, toFieldError(err, "cursor")
-		}
-		var exit *int
-		if o.Exit != nil {
-			code := o.Exit.ExitCode
-			exit = &code
-		}
-		return struct {
-			Running    bool   `json:"running"`
-			ExitCode   *int   `json:"exit_code"`
-			Stdout     string `json:"stdout"`
-			Stderr     string `json:"stderr"`
-			NextCursor string `json:"next_cursor"`
-			Truncated  bool   `json:"truncated"`
-		}{
-			// The SDK may still report Running for a moment after the end
-			// event arrived; the end event is the last, so it is over.
-			o.Running && o.Exit == nil,
-			exit, string(o.Stdout), string(o.Stderr), formatCursor(o.Next), o.More || o.Dropped,
-		}, nil
+		return renewed(ctx, deps, sess, c.target, func() (any, error) {
+			o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
+			if err != nil {
+				return nil, toFieldError(err, "cursor")
+			}
+			var exit *int
+			if o.Exit != nil {
+				code := o.Exit.ExitCode
+				exit = &code
+			}
+			return struct {
+				Running    bool   `json:"running"`
+				ExitCode   *int   `json:"exit_code"`
+				Stdout     string `json:"stdout"`
+				Stderr     string `json:"stderr"`
+				NextCursor string `json:"next_cursor"`
+				Truncated  bool   `json:"truncated"`
+			}{
+				// The SDK may still report Running for a moment after the end
+				// event arrived; the end event is the last, so it is over.
+				o.Running && o.Exit == nil,
+				exit, string(o.Stdout), string(o.Stderr), formatCursor(o.Next), o.More || o.Dropped,
+			}, nil
+		})
 	})
 }
 
@@ -248,22 +249,22 @@ func toFieldError(err error, field string) error {
 // to a background command of this session.
 func KillBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command_id", "signal"}, map[string]*jsonschema.Schema{
-		"command_id": commandIDArg(),
-		"signal":     withDefault(enum("Signal to send. Default SIGTERM.", "SIGTERM", "SIGKILL"), "SIGTERM"),
-	}, "command_id")
-	out := object("", []string{"success"}, map[string]*jsonschema.Schema{
-		"success": {Type: "boolean", Const: ptr[any](true)},
-	}, "success")
+	in := object("",
+		req("command_id", commandIDArg()),
+		opt("signal", withDefault(enum("Signal to send. Default SIGTERM.", "SIGTERM", "SIGKILL"), "SIGTERM")),
+	)
+	out := object("",
+		req("success", &jsonschema.Schema{Type: "boolean", Const: ptr[any](true)}),
+	)
 	def := &mcp.Tool{
 		Name: "kill_background_command",
 		Description: "Send SIGTERM (default) or SIGKILL to a background command of this session. Its output stays " +
 			"readable with get_background_command. An unknown command_id, or one from another session, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Kill background command", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Kill background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
+	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		c, ok := sess.command(a.str("command_id"))
 		if !ok {
 			return nil, unknownCommandError() // BG-3, BG-4
@@ -272,14 +273,15 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		if a.str("signal") == string(sandbox.SIGKILL) {
 			sig = sandbox.SIGKILL
 		}
-		defer func() { renew(ctx, deps, sess, c.target, err) }()
-		if !c.finished() {
-			if err := c.process.Kill(ctx, sig); err != nil {
-				return nil, err
+		return renewed(ctx, deps, sess, c.target, func() (any, error) {
+			if !c.finished() {
+				if err := c.process.Kill(ctx, sig); err != nil {
+					return nil, err
+				}
 			}
-		}
-		return struct {
-			Success bool `json:"success"`
-		}{true}, nil
+			return struct {
+				Success bool `json:"success"`
+			}{true}, nil
+		})
 	})
 }

@@ -32,12 +32,12 @@ type execResult struct {
 }
 
 func execOutputSchema(limit int) *jsonschema.Schema {
-	return object("", []string{"stdout", "stderr", "exit_code", "truncated"}, map[string]*jsonschema.Schema{
-		"stdout":    {Type: "string", Description: "Standard output; beyond " + itoa(limit) + " bytes the middle is cut and head and tail are kept."},
-		"stderr":    {Type: "string", Description: "Standard error, capped the same way."},
-		"exit_code": {Type: "integer", Description: "Exit status; non-zero is a result, not an error. -1 when ended by a signal."},
-		"truncated": {Type: "boolean", Description: "True when stdout or stderr was cut."},
-	}, "stdout", "stderr", "exit_code", "truncated")
+	return object("",
+		req("stdout", &jsonschema.Schema{Type: "string", Description: "Standard output; beyond " + itoa(limit) + " bytes the middle is cut and head and tail are kept."}),
+		req("stderr", &jsonschema.Schema{Type: "string", Description: "Standard error, capped the same way."}),
+		req("exit_code", &jsonschema.Schema{Type: "integer", Description: "Exit status; non-zero is a result, not an error. -1 when ended by a signal."}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when stdout or stderr was cut."}),
+	)
 }
 
 func commandTimeoutArg() *jsonschema.Schema {
@@ -49,7 +49,7 @@ func sandboxIDExecArg() *jsonschema.Schema {
 }
 
 // runShell runs a command line on the reached sandbox with capped output,
-// then renews an owned sandbox (RENEW-1).
+// in the tool's [dataPlane], which renews an owned sandbox after it (RENEW-1).
 func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command string, opts sandbox.CommandOptions) (*execResult, error) {
 	stdout, stderr := newHeadTail(d.Limits.OutputBytes), newHeadTail(d.Limits.OutputBytes)
 	opts.Stdout, opts.Stderr = stdout, stderr
@@ -76,13 +76,13 @@ func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command s
 // completion in the sandbox.
 func RunCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"command", "cwd", "envs", "timeout", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"command":    str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, ""),
-		"cwd":        str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern),
-		"envs":       envsArg("Environment variables for this command: names to string values."),
-		"timeout":    commandTimeoutArg(),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "command")
+	in := object("",
+		req("command", str("Shell command line, run as \"/bin/bash -l -c <command>\".", maxShellCommandLen, "")),
+		opt("cwd", str("Working directory. Default: the sandbox user's home.", maxPathLen, pathPattern)),
+		opt("envs", envsArg("Environment variables for this command: names to string values.")),
+		opt("timeout", commandTimeoutArg()),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
 	def := &mcp.Tool{
 		Name: "run_command",
 		Description: "Run a shell command in a sandbox and wait for it to finish. Returns stdout, stderr, exit_code and " +
@@ -92,20 +92,17 @@ func RunCommand(deps *Deps) Tool {
 			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
-		Annotations:  annotations("Run command", false, true, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Run command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
-			Cwd:     a.str("cwd"),
-			Envs:    a.strMap("envs"),
-			Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
-		})
-	})
+	return newTool(def, dataPlane{
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
+				Cwd:     a.str("cwd"),
+				Envs:    a.strMap("envs"),
+				Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
+			})
+		},
+	}.handler(deps))
 }
 
 // interpreter returns the program that runs a file of run_code's language,
@@ -122,16 +119,26 @@ func interpreter(lang string) (program, ext string, ok bool) {
 	return "", "", false
 }
 
+// codeInterpreter is interpreter for run_code's language argument, python
+// when absent.
+func codeInterpreter(a args) (program, ext string, ok bool) {
+	lang := a.str("language")
+	if lang == "" {
+		lang = "python"
+	}
+	return interpreter(lang)
+}
+
 // RunCode is run_code (EXEC-2): a snippet of Python, JavaScript or Bash,
 // written to a temporary file in the sandbox and run with its interpreter.
 func RunCode(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"code", "language", "timeout", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"code":       str("The program's source code.", maxCodeLen, ""),
-		"language":   withDefault(enum("Language of code. Default python.", "python", "javascript", "bash"), "python"),
-		"timeout":    commandTimeoutArg(),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "code")
+	in := object("",
+		req("code", str("The program's source code.", maxCodeLen, "")),
+		opt("language", withDefault(enum("Language of code. Default python.", "python", "javascript", "bash"), "python")),
+		opt("timeout", commandTimeoutArg()),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
 	def := &mcp.Tool{
 		Name: "run_code",
 		Description: "Run a Python (python3), JavaScript (node) or Bash program in a sandbox and wait for it to finish. " +
@@ -140,34 +147,30 @@ func RunCode(deps *Deps) Tool {
 			"used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
-		Annotations:  annotations("Run code", false, true, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Run code", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		lang := a.str("language")
-		if lang == "" {
-			lang = "python"
-		}
-		program, ext, ok := interpreter(lang)
-		if !ok {
-			return nil, invalidField("language")
-		}
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		file := "/tmp/sandboxkit-code-" + randomHex(8) + ext
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		_, err = r.envd.WriteText(fctx, file, a.str("code"))
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		command := program + " " + file + "; __sbk_rc=$?; rm -f " + file + "; exit $__sbk_rc"
-		return runShell(ctx, deps, sess, r, command, sandbox.CommandOptions{
-			Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
-		})
-	})
+	return newTool(def, dataPlane{
+		check: func(_ *session, a args) error {
+			if _, _, ok := codeInterpreter(a); !ok {
+				return invalidField("language")
+			}
+			return nil
+		},
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			program, ext, _ := codeInterpreter(a) // checked before the sandbox was reached
+			file := "/tmp/sandboxkit-code-" + randomHex(8) + ext
+			fctx, cancel := fileContext(ctx, deps)
+			_, err := r.envd.WriteText(fctx, file, a.str("code"))
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			command := program + " " + file + "; __sbk_rc=$?; rm -f " + file + "; exit $__sbk_rc"
+			return runShell(ctx, deps, sess, r, command, sandbox.CommandOptions{
+				Timeout: time.Duration(a.integer("timeout", defaultCommandTimeout)) * time.Second,
+			})
+		},
+	}.handler(deps))
 }
 
 // randomHex returns n random bytes as 2n hex digits.

@@ -24,14 +24,14 @@ func pathArg(desc string) *jsonschema.Schema {
 // ReadFile is read_file (FILE-2, FILE-4): a UTF-8 text file's content.
 func ReadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path":       pathArg("The file to read."),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path")
-	out := object("", []string{"path", "content"}, map[string]*jsonschema.Schema{
-		"path":    {Type: "string", Description: "The path as given."},
-		"content": {Type: "string", Description: "The file's text."},
-	}, "path", "content")
+	in := object("",
+		req("path", pathArg("The file to read.")),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("content", &jsonschema.Schema{Type: "string", Description: "The file's text."}),
+	)
 	def := &mcp.Tool{
 		Name: "read_file",
 		Description: "Read a UTF-8 text file from a sandbox. A file that is not valid UTF-8 or is larger than " +
@@ -39,48 +39,44 @@ func ReadFile(deps *Deps) Tool {
 			"path is a not_found error. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Read file", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Read file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		data, truncated, err := r.envd.ReadFile(fctx, path, int64(deps.Limits.ReadFileBytes))
-		if err != nil {
-			return nil, err
-		}
-		if truncated {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "path", Recovery: hintUseDownload}
-		}
-		if !utf8.Valid(data) {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeNotUTF8, Field: "path", Recovery: hintUseDownload}
-		}
-		return struct {
-			Path    string `json:"path"`
-			Content string `json:"content"`
-		}{path, string(data)}, nil
-	})
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			path := a.str("path")
+			data, truncated, err := r.envd.ReadFile(ctx, path, int64(deps.Limits.ReadFileBytes))
+			if err != nil {
+				return nil, err
+			}
+			if truncated {
+				return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "path", Recovery: hintUseDownload}
+			}
+			if !utf8.Valid(data) {
+				return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeNotUTF8, Field: "path", Recovery: hintUseDownload}
+			}
+			return struct {
+				Path    string `json:"path"`
+				Content string `json:"content"`
+			}{path, string(data)}, nil
+		},
+	}.handler(deps))
 }
 
 // WriteFile is write_file (FILE-1): UTF-8 text written to a file, creating
 // parent directories and replacing an existing file.
 func WriteFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "content", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path": pathArg("The file to write."),
-		"content": {Type: "string", MaxLength: ptr(deps.Limits.TransferBytes),
-			Description: "The text to write (UTF-8), at most " + itoa(deps.Limits.TransferBytes) + " bytes."},
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path", "content")
-	out := object("", []string{"path", "bytes_written"}, map[string]*jsonschema.Schema{
-		"path":          {Type: "string", Description: "The path as given."},
-		"bytes_written": {Type: "integer", Description: "Bytes written."},
-	}, "path", "bytes_written")
+	in := object("",
+		req("path", pathArg("The file to write.")),
+		req("content", &jsonschema.Schema{Type: "string", MaxLength: ptr(deps.Limits.TransferBytes),
+			Description: "The text to write (UTF-8), at most " + itoa(deps.Limits.TransferBytes) + " bytes."}),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("bytes_written", &jsonschema.Schema{Type: "integer", Description: "Bytes written."}),
+	)
 	def := &mcp.Tool{
 		Name: "write_file",
 		Description: "Write UTF-8 text to a file in a sandbox, creating parent directories and overwriting an existing " +
@@ -88,30 +84,28 @@ func WriteFile(deps *Deps) Tool {
 			"is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Write file", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Write file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		content := a.str("content")
-		if len(content) > deps.Limits.TransferBytes {
-			return nil, &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "content", Recovery: sandbox.InvalidArgument.Recovery()}
-		}
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		info, err := r.envd.WriteText(fctx, path, content)
-		if err != nil {
-			return nil, err
-		}
-		return struct {
-			Path         string `json:"path"`
-			BytesWritten int64  `json:"bytes_written"`
-		}{path, info.Size}, nil
-	})
+	return newTool(def, dataPlane{
+		check: func(_ *session, a args) error {
+			if len(a.str("content")) > deps.Limits.TransferBytes {
+				return &ToolError{Category: sandbox.InvalidArgument, Code: codeTooLarge, Field: "content", Recovery: sandbox.InvalidArgument.Recovery()}
+			}
+			return nil
+		},
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			path := a.str("path")
+			info, err := r.envd.WriteText(ctx, path, a.str("content"))
+			if err != nil {
+				return nil, err
+			}
+			return struct {
+				Path         string `json:"path"`
+				BytesWritten int64  `json:"bytes_written"`
+			}{path, info.Size}, nil
+		},
+	}.handler(deps))
 }
 
 // fileEntry is one entry of list_files (FILE-3).
@@ -126,21 +120,21 @@ type fileEntry struct {
 // depth.
 func ListFiles(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "depth", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path":       pathArg("The directory to list."),
-		"depth":      withDefault(integer("Levels to descend, 1 (the directory's own entries) to "+itoa(maxListDepth)+". Default 1.", 1, maxListDepth), defaultListDepth),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path")
-	entry := object("", []string{"name", "path", "type", "size"}, map[string]*jsonschema.Schema{
-		"name": {Type: "string"},
-		"path": {Type: "string", Description: "Absolute path."},
-		"type": enum("", "file", "directory", "symlink"),
-		"size": {Type: "integer", Description: "Size in bytes."},
-	}, "name", "path", "type", "size")
-	out := object("", []string{"entries", "truncated"}, map[string]*jsonschema.Schema{
-		"entries":   {Type: "array", Items: entry},
-		"truncated": {Type: "boolean", Description: "True when more than " + itoa(maxListEntries) + " entries were found and the rest left out."},
-	}, "entries", "truncated")
+	in := object("",
+		req("path", pathArg("The directory to list.")),
+		opt("depth", withDefault(integer("Levels to descend, 1 (the directory's own entries) to "+itoa(maxListDepth)+". Default 1.", 1, maxListDepth), defaultListDepth)),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	entry := object("",
+		req("name", &jsonschema.Schema{Type: "string"}),
+		req("path", &jsonschema.Schema{Type: "string", Description: "Absolute path."}),
+		req("type", enum("", "file", "directory", "symlink")),
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Size in bytes."}),
+	)
+	out := object("",
+		req("entries", &jsonschema.Schema{Type: "array", Items: entry}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when more than " + itoa(maxListEntries) + " entries were found and the rest left out."}),
+	)
 	def := &mcp.Tool{
 		Name: "list_files",
 		Description: "List the entries of a directory in a sandbox (name, absolute path, type file/directory/symlink, " +
@@ -148,34 +142,30 @@ func ListFiles(deps *Deps) Tool {
 			"default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("List files", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "List files", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		infos, err := r.envd.ListDir(fctx, a.str("path"), int(a.integer("depth", defaultListDepth)))
-		if err != nil {
-			return nil, err
-		}
-		entries := make([]fileEntry, 0, min(len(infos), maxListEntries))
-		for _, e := range infos {
-			if len(entries) == maxListEntries {
-				break
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			infos, err := r.envd.ListDir(ctx, a.str("path"), int(a.integer("depth", defaultListDepth)))
+			if err != nil {
+				return nil, err
 			}
-			typ := string(e.Type)
-			if e.Type != sandbox.EntryDirectory && e.Type != sandbox.EntrySymlink {
-				typ = string(sandbox.EntryFile)
+			entries := make([]fileEntry, 0, min(len(infos), maxListEntries))
+			for _, e := range infos {
+				if len(entries) == maxListEntries {
+					break
+				}
+				typ := string(e.Type)
+				if e.Type != sandbox.EntryDirectory && e.Type != sandbox.EntrySymlink {
+					typ = string(sandbox.EntryFile)
+				}
+				entries = append(entries, fileEntry{Name: e.Name, Path: e.Path, Type: typ, Size: e.Size})
 			}
-			entries = append(entries, fileEntry{Name: e.Name, Path: e.Path, Type: typ, Size: e.Size})
-		}
-		return struct {
-			Entries   []fileEntry `json:"entries"`
-			Truncated bool        `json:"truncated"`
-		}{entries, len(infos) > maxListEntries}, nil
-	})
+			return struct {
+				Entries   []fileEntry `json:"entries"`
+				Truncated bool        `json:"truncated"`
+			}{entries, len(infos) > maxListEntries}, nil
+		},
+	}.handler(deps))
 }

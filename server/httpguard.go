@@ -17,15 +17,16 @@ import (
 )
 
 // stashKey is the only member of the arguments the SDK sees for a
-// tools/call whose arguments the HTTP front end kept (see argStash).
+// tools/call whose arguments the HTTP front end or the stdio transport kept
+// (see argStash).
 const stashKey = "sandboxkit.stash"
 
 // stashMinBytes is the smallest arguments value that is kept out of the
 // SDK's copy of a request.
 const stashMinBytes = 4 << 10
 
-// argStash holds the arguments of tools/call requests in flight over HTTP,
-// outside the SDK. The SDK's session keeps the last request it handled
+// argStash holds the arguments of large tools/call requests in flight over
+// HTTP and over stdio (lineConn.stashArguments), outside the SDK. The SDK's session keeps the last request it handled
 // after answering it (go-sdk v1.8.0: jsonrpc2 Connection.handleAsync
 // reslices handlerQueue without clearing the handled element, so an idle
 // session pins its last decoded message). The front end therefore hands

@@ -83,18 +83,18 @@ func target(p *sandbox.Platform, sess *session, a args) (string, error) {
 // selects or adopts a sandbox (LIST-2).
 func ListSandboxes(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"status", "limit", "offset", "provider", "region"}, map[string]*jsonschema.Schema{
-		"status":   enum("Only sandboxes in this state. Default: running and paused.", "running", "paused"),
-		"limit":    withDefault(integer("Page size, 1 to "+itoa(maxListLimit)+". Default "+itoa(maxListLimit)+".", 1, maxListLimit), maxListLimit),
-		"offset":   withDefault(integer("Number of sandboxes to skip; a larger offset gives the next page. Default 0.", 0, maxListOffset), 0),
-		"provider": str("A configured provider ID. Default: the default provider.", 32, providerPattern),
-		"region":   str("A region of the provider. Default: the provider's default.", 64, regionPattern),
-	})
-	out := object("", []string{"sandboxes", "limit", "offset"}, map[string]*jsonschema.Schema{
-		"sandboxes": {Type: "array", Items: metadataSchema("One sandbox's metadata.")},
-		"limit":     {Type: "integer", Description: "The limit applied."},
-		"offset":    {Type: "integer", Description: "The offset applied."},
-	}, "sandboxes", "limit", "offset")
+	in := object("",
+		opt("status", enum("Only sandboxes in this state. Default: running and paused.", "running", "paused")),
+		opt("limit", withDefault(integer("Page size, 1 to "+itoa(maxListLimit)+". Default "+itoa(maxListLimit)+".", 1, maxListLimit), maxListLimit)),
+		opt("offset", withDefault(integer("Number of sandboxes to skip; a larger offset gives the next page. Default 0.", 0, maxListOffset), 0)),
+		opt("provider", str("A configured provider ID. Default: the default provider.", 32, providerPattern)),
+		opt("region", str("A region of the provider. Default: the provider's default.", 64, regionPattern)),
+	)
+	out := object("",
+		req("sandboxes", &jsonschema.Schema{Type: "array", Items: metadataSchema("One sandbox's metadata.")}),
+		req("limit", &jsonschema.Schema{Type: "integer", Description: "The limit applied."}),
+		req("offset", &jsonschema.Schema{Type: "integer", Description: "The offset applied."}),
+	)
 	def := &mcp.Tool{
 		Name: "list_sandboxes",
 		Description: "List the sandboxes the configured account can see at a provider, one page at a time. " +
@@ -103,7 +103,7 @@ func ListSandboxes(deps *Deps) Tool {
 			"sandbox one that this session destroys when it ends.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("List sandboxes", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "List sandboxes", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		limit := int(a.integer("limit", maxListLimit))
@@ -137,9 +137,9 @@ func ListSandboxes(deps *Deps) Tool {
 // never creates a sandbox or extends a lifetime (GET-3).
 func GetSandbox(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"sandbox_id"}, map[string]*jsonschema.Schema{
-		"sandbox_id": sandboxIDArg("The sandbox to read, bare or as provider:id. Default: this session's default sandbox."),
-	})
+	in := object("",
+		opt("sandbox_id", sandboxIDArg("The sandbox to read, bare or as provider:id. Default: this session's default sandbox.")),
+	)
 	def := &mcp.Tool{
 		Name: "get_sandbox",
 		Description: "Return the latest platform metadata of a sandbox: sandbox_id, template, status, region, started_at, " +
@@ -148,7 +148,7 @@ func GetSandbox(deps *Deps) Tool {
 			"to it, and never changes the default.",
 		InputSchema:  in,
 		OutputSchema: metadataSchema("The sandbox's metadata."),
-		Annotations:  annotations("Get sandbox", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Get sandbox", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a) // GET-1, GET-2, GET-4
@@ -175,16 +175,16 @@ func GetSandbox(deps *Deps) Tool {
 // ends. The result is its metadata, refreshed after creation.
 func CreateSandbox(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"template", "timeout", "envs", "region", "cpu", "memory", "provider"}, map[string]*jsonschema.Schema{
-		"template": str("Template alias or ID. Default: the provider's default template (\""+sandbox.DefaultTemplate+"\").", 128, templatePattern),
-		"timeout": withDefault(integer("Lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now; also the "+
-			"lifetime later execution and file tools renew it to. Default 300.", 1, maxSandboxTimeout), 300),
-		"envs":     envsArg("Environment variables set in every process of the sandbox: names to string values. Never pass secrets: arguments may be visible to the model."),
-		"region":   str("A region of the provider. Default: the provider's default.", 64, regionPattern),
-		"cpu":      integer("vCPUs, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxCPU),
-		"memory":   integer("Memory in MB, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxMemoryMB),
-		"provider": str("A configured provider ID. Default: the default provider.", 32, providerPattern),
-	})
+	in := object("",
+		opt("template", str("Template alias or ID. Default: the provider's default template (\""+sandbox.DefaultTemplate+"\").", 128, templatePattern)),
+		opt("timeout", withDefault(integer("Lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now; also the "+
+			"lifetime later execution and file tools renew it to. Default 300.", 1, maxSandboxTimeout), 300)),
+		opt("envs", envsArg("Environment variables set in every process of the sandbox: names to string values. Never pass secrets: arguments may be visible to the model.")),
+		opt("region", str("A region of the provider. Default: the provider's default.", 64, regionPattern)),
+		opt("cpu", integer("vCPUs, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxCPU)),
+		opt("memory", integer("Memory in MB, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxMemoryMB)),
+		opt("provider", str("A configured provider ID. Default: the default provider.", 32, providerPattern)),
+	)
 	def := &mcp.Tool{
 		Name: "create_sandbox",
 		Description: "Create a sandbox. It becomes this session's default sandbox and is owned by the session: it is " +
@@ -193,7 +193,7 @@ func CreateSandbox(deps *Deps) Tool {
 			"error. Credentials live in the server's configuration, never in arguments. Returns the new sandbox's metadata.",
 		InputSchema:  in,
 		OutputSchema: metadataSchema("The new sandbox's metadata."),
-		Annotations:  annotations("Create sandbox", false, false, false, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Create sandbox", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		timeout := time.Duration(a.integer("timeout", 0)) * time.Second
@@ -290,15 +290,15 @@ func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.Create
 // connecting or taking it over.
 func SetSandboxTimeout(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"sandbox_id", "timeout"}, map[string]*jsonschema.Schema{
-		"sandbox_id": sandboxIDArg("The sandbox, bare or as provider:id. Default: this session's default sandbox."),
-		"timeout":    integer("The sandbox's remaining lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now.", 1, maxSandboxTimeout),
-	}, "timeout")
-	out := object("", []string{"success", "sandbox_id", "timeout"}, map[string]*jsonschema.Schema{
-		"success":    {Type: "boolean", Const: ptr[any](true)},
-		"sandbox_id": {Type: "string"},
-		"timeout":    {Type: "integer"},
-	}, "success", "sandbox_id", "timeout")
+	in := object("",
+		opt("sandbox_id", sandboxIDArg("The sandbox, bare or as provider:id. Default: this session's default sandbox.")),
+		req("timeout", integer("The sandbox's remaining lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now.", 1, maxSandboxTimeout)),
+	)
+	out := object("",
+		req("success", &jsonschema.Schema{Type: "boolean", Const: ptr[any](true)}),
+		req("sandbox_id", &jsonschema.Schema{Type: "string"}),
+		req("timeout", &jsonschema.Schema{Type: "integer"}),
+	)
 	def := &mcp.Tool{
 		Name: "set_sandbox_timeout",
 		Description: "Set a sandbox's remaining lifetime to timeout seconds from now (not an HTTP timeout); a short " +
@@ -308,7 +308,7 @@ func SetSandboxTimeout(deps *Deps) Tool {
 			"taken over.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Set sandbox timeout", false, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Set sandbox timeout", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a) // TIMEOUT-2
@@ -340,20 +340,20 @@ func SetSandboxTimeout(deps *Deps) Tool {
 // external ID is killed with KillByID, without connecting.
 func KillSandbox(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"sandbox_id"}, map[string]*jsonschema.Schema{
-		"sandbox_id": sandboxIDArg("The sandbox to kill, bare or as provider:id. Default: this session's default sandbox."),
-	})
-	out := object("", []string{"success", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"success":    {Type: "boolean", Const: ptr[any](true)},
-		"sandbox_id": {Type: "string"},
-	}, "success", "sandbox_id")
+	in := object("",
+		opt("sandbox_id", sandboxIDArg("The sandbox to kill, bare or as provider:id. Default: this session's default sandbox.")),
+	)
+	out := object("",
+		req("success", &jsonschema.Schema{Type: "boolean", Const: ptr[any](true)}),
+		req("sandbox_id", &jsonschema.Schema{Type: "string"}),
+	)
 	def := &mcp.Tool{
 		Name: "kill_sandbox",
 		Description: "Destroy a sandbox and everything in it. Without sandbox_id it kills this session's default " +
 			"sandbox and clears the default; with no default it fails. A sandbox that is already gone is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Kill sandbox", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Kill sandbox", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a)

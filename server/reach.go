@@ -107,3 +107,58 @@ func unanswered(err error) bool {
 	}
 	return se.HTTPStatus == 0 && (se.Category == sandbox.Timeout || se.Category == sandbox.Unavailable)
 }
+
+// dataPlane is the handler of a tool that works inside a sandbox (the
+// execution, file, binary and background-start tools): the one place where
+// such a tool reaches its sandbox and renews it (RENEW-1, RENEW-2). Build
+// the handler with [dataPlane.handler].
+type dataPlane struct {
+	// check, when set, runs before the sandbox is reached: an error from it
+	// reaches, creates and renews nothing.
+	check func(sess *session, a args) error
+	// fileOp bounds run's context by Limits.FileTimeout: the tool's work is
+	// one file operation. A tool that also runs a command bounds only its
+	// file step, with [fileContext].
+	fileOp bool
+	// run does the tool's work on the reached sandbox.
+	run func(ctx context.Context, sess *session, r *reached, a args) (any, error)
+}
+
+// handler reaches the sandbox (RENEW-2, SESSION-2), runs the tool, and
+// then renews an owned sandbox whatever the tool's outcome (RENEW-1).
+func (p dataPlane) handler(deps *Deps) handlerFunc {
+	return func(ctx context.Context, sess *session, a args) (any, error) {
+		if p.check != nil {
+			if err := p.check(sess, a); err != nil {
+				return nil, err
+			}
+		}
+		r, err := reach(ctx, deps, sess, a)
+		if err != nil {
+			return nil, err
+		}
+		return renewed(ctx, deps, sess, r, func() (any, error) {
+			if p.fileOp {
+				fctx, cancel := fileContext(ctx, deps)
+				defer cancel()
+				return p.run(fctx, sess, r, a)
+			}
+			return p.run(ctx, sess, r, a)
+		})
+	}
+}
+
+// renewed runs a tool's work on a sandbox it has reached, then renews the
+// sandbox when this session owns it, whatever the work's outcome (RENEW-1),
+// with the call's own context (the work's file timeout has been released
+// by then). The background tools that read or signal a command use it with
+// the sandbox the command was started in.
+func renewed(ctx context.Context, deps *Deps, sess *session, r *reached, work func() (any, error)) (_ any, err error) {
+	defer func() { renew(ctx, deps, sess, r, err) }()
+	return work()
+}
+
+// fileContext bounds one file operation in a sandbox by Limits.FileTimeout.
+func fileContext(ctx context.Context, deps *Deps) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, deps.Limits.FileTimeout)
+}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Schemas are written by hand, with every bound, and never inferred: the
@@ -40,20 +39,42 @@ func ptr[T any](v T) *T { return &v }
 // falseSchema is the JSON Schema `false`.
 func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonschema.Schema{}} }
 
-// object is a closed object schema: additionalProperties false, properties
-// in the given order.
-func object(desc string, order []string, props map[string]*jsonschema.Schema, required ...string) *jsonschema.Schema {
-	if props == nil {
-		props = map[string]*jsonschema.Schema{}
-	}
-	return &jsonschema.Schema{
+// field is one property of an object schema, named once: its name, its
+// schema, and whether it is required.
+type field struct {
+	name     string
+	schema   *jsonschema.Schema
+	required bool
+}
+
+// req is a required property.
+func req(name string, s *jsonschema.Schema) field {
+	return field{name: name, schema: s, required: true}
+}
+
+// opt is an optional property.
+func opt(name string, s *jsonschema.Schema) field { return field{name: name, schema: s} }
+
+// object is a closed object schema: additionalProperties false, the fields
+// in the given order, and the required ones listed in that order.
+func object(desc string, fields ...field) *jsonschema.Schema {
+	s := &jsonschema.Schema{
 		Type:                 "object",
 		Description:          desc,
-		Properties:           props,
-		PropertyOrder:        order,
-		Required:             required,
+		Properties:           make(map[string]*jsonschema.Schema, len(fields)),
 		AdditionalProperties: falseSchema(),
 	}
+	for _, f := range fields {
+		if _, dup := s.Properties[f.name]; dup {
+			panic("server: schema property " + f.name + " defined twice")
+		}
+		s.Properties[f.name] = f.schema
+		s.PropertyOrder = append(s.PropertyOrder, f.name)
+		if f.required {
+			s.Required = append(s.Required, f.name)
+		}
+	}
+	return s
 }
 
 func withDefault(s *jsonschema.Schema, v any) *jsonschema.Schema {
@@ -112,39 +133,26 @@ func nullable(t, desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Description: desc, AnyOf: []*jsonschema.Schema{{Type: t}, {Type: "null"}}}
 }
 
-// metadataOrder is the order of the nine metadata keys (META-1).
-var metadataOrder = []string{"sandbox_id", "template", "status", "region", "started_at", "end_at", "cpu_count", "memory_mb", "disk_size_mb"}
-
 // metadataSchema is the output schema of one sandbox's metadata: exactly the
-// nine keys, times RFC 3339 UTC or null, unreported resources null (META-1..3).
+// nine keys, all required, times RFC 3339 UTC or null, unreported resources
+// null (META-1..3).
 func metadataSchema(desc string) *jsonschema.Schema {
 	dt := func(d string) *jsonschema.Schema {
 		s := nullable("string", d)
 		s.AnyOf[0].Format = "date-time"
 		return s
 	}
-	return object(desc, metadataOrder, map[string]*jsonschema.Schema{
-		"sandbox_id":   {Type: "string", Description: "The ID to pass back: bare for the default provider, provider:id for any other."},
-		"template":     {Type: "string", Description: "Template alias or ID the sandbox was created from."},
-		"status":       {Type: "string", Description: "Platform state, e.g. running or paused."},
-		"region":       nullable("string", "Region, or null when unknown."),
-		"started_at":   dt("Start time, RFC 3339 in UTC, or null."),
-		"end_at":       dt("Time the sandbox will be destroyed unless renewed, RFC 3339 in UTC, or null."),
-		"cpu_count":    nullable("integer", "vCPUs, or null when the platform did not report them."),
-		"memory_mb":    nullable("integer", "Memory in MB, or null when not reported."),
-		"disk_size_mb": nullable("integer", "Disk size in MB, or null when not reported."),
-	}, metadataOrder...)
-}
-
-// annotations writes every hint out (TOOLS-1).
-func annotations(title string, readOnly, destructive, idempotent, openWorld bool) *mcp.ToolAnnotations {
-	return &mcp.ToolAnnotations{
-		Title:           title,
-		ReadOnlyHint:    readOnly,
-		DestructiveHint: ptr(destructive),
-		IdempotentHint:  idempotent,
-		OpenWorldHint:   ptr(openWorld),
-	}
+	return object(desc,
+		req("sandbox_id", &jsonschema.Schema{Type: "string", Description: "The ID to pass back: bare for the default provider, provider:id for any other."}),
+		req("template", &jsonschema.Schema{Type: "string", Description: "Template alias or ID the sandbox was created from."}),
+		req("status", &jsonschema.Schema{Type: "string", Description: "Platform state, e.g. running or paused."}),
+		req("region", nullable("string", "Region, or null when unknown.")),
+		req("started_at", dt("Start time, RFC 3339 in UTC, or null.")),
+		req("end_at", dt("Time the sandbox will be destroyed unless renewed, RFC 3339 in UTC, or null.")),
+		req("cpu_count", nullable("integer", "vCPUs, or null when the platform did not report them.")),
+		req("memory_mb", nullable("integer", "Memory in MB, or null when not reported.")),
+		req("disk_size_mb", nullable("integer", "Disk size in MB, or null when not reported.")),
+	)
 }
 
 // itoa is strconv.Itoa, for descriptions.

@@ -123,8 +123,8 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		raw := req.Params.Arguments
 		if tok, ok := stashToken(raw); ok {
-			// The HTTP front end kept these arguments out of the SDK's
-			// copy of the request (see argStash).
+			// The HTTP front end or the stdio transport kept these
+			// arguments out of the SDK's copy of the request (see argStash).
 			if raw, ok = s.stash.take(tok, sessionID(req)); !ok {
 				return errorResult(invalidField(stashKey)), nil
 			}
@@ -273,7 +273,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // error and skipped; the session goes on. Requests read before end of
 // input are answered before the cleanup runs.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &lineTransport{r: os.Stdin, w: os.Stdout, maxLine: maxMessageBytes(s.deps.Limits)})
+	return s.Run(ctx, &lineTransport{r: os.Stdin, w: os.Stdout, maxLine: maxMessageBytes(s.deps.Limits), stash: &s.stash})
 }
 
 // maxMessageBytes is the largest JSON-RPC message accepted: room for an

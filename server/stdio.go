@@ -27,6 +27,10 @@ type lineTransport struct {
 	r       io.Reader
 	w       io.Writer
 	maxLine int
+	// stash, when set, holds the arguments of a large tools/call while it
+	// is in flight, so that the SDK decodes an envelope of a few hundred
+	// bytes instead of megabytes, twice (see argStash).
+	stash *argStash
 }
 
 // Connect implements mcp.Transport.
@@ -35,7 +39,8 @@ func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 		in:       bufio.NewReaderSize(t.r, 64<<10),
 		w:        t.w,
 		maxLine:  t.maxLine,
-		pending:  map[string]struct{}{},
+		stash:    t.stash,
+		pending:  map[string]string{},
 		closed:   make(chan struct{}),
 		idle:     make(chan struct{}, 1),
 		incoming: make(chan lineRead),
@@ -78,9 +83,11 @@ type lineConn struct {
 	wmu sync.Mutex
 	w   io.Writer
 
+	stash *argStash // nil: arguments stay in the message
+
 	mu      sync.Mutex
-	pending map[string]struct{} // raw ids of calls handed to the SDK, unanswered
-	idle    chan struct{}       // signalled when pending may have emptied
+	pending map[string]string // raw ids of calls handed to the SDK, unanswered: their stash token or ""
+	idle    chan struct{}     // signalled when pending may have emptied
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -93,12 +100,16 @@ func (c *lineConn) SessionID() string { return "" }
 var errLineTooLong = errors.New("line too long")
 
 // readLine returns the next line without its newline. A line longer than
-// maxLine is consumed to its end and reported as errLineTooLong.
+// maxLine is consumed to its end and reported as errLineTooLong. A long
+// line is kept as copies of the reader's chunks and joined once at its end,
+// into a slice of exactly its length: growing one slice chunk by chunk
+// copied an 11 MB upload line about five times over.
 func (c *lineConn) readLine() ([]byte, error) {
-	var line []byte
+	var parts [][]byte
+	total := 0
 	for {
 		chunk, err := c.in.ReadSlice('\n')
-		if len(line)+len(chunk) > c.maxLine+1 {
+		if total+len(chunk) > c.maxLine+1 {
 			// Skip the rest of the line without keeping it.
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = c.in.ReadSlice('\n')
@@ -108,17 +119,23 @@ func (c *lineConn) readLine() ([]byte, error) {
 			}
 			return nil, errLineTooLong
 		}
-		line = append(line, chunk...)
 		switch {
-		case err == nil:
-			return bytes.TrimRight(line, "\r\n"), nil
 		case errors.Is(err, bufio.ErrBufferFull):
+			parts = append(parts, bytes.Clone(chunk))
+			total += len(chunk)
 			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil // a last line without its newline
-		default:
+		case err != nil && !(errors.Is(err, io.EOF) && total+len(chunk) > 0):
 			return nil, err
 		}
+		line := make([]byte, 0, total+len(chunk))
+		for _, p := range parts {
+			line = append(line, p...)
+		}
+		line = append(line, chunk...)
+		if err != nil {
+			return line, nil // a last line without its newline
+		}
+		return bytes.TrimRight(line, "\r\n"), nil
 	}
 }
 
@@ -154,18 +171,49 @@ func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.refuse(ferr)
 			continue
 		}
-		msg, err := jsonrpc.DecodeMessage(line)
-		if err != nil {
+		// A request is built from what checkFrame read, not decoded again.
+		var msg jsonrpc.Message
+		tok := ""
+		if req, ok := request(line, f); ok {
+			tok = c.stashArguments(req, line, f)
+			msg = req
+		} else if msg, err = jsonrpc.DecodeMessage(line); err != nil {
 			c.refuse(&frameError{id: f.id, code: jsonrpc.CodeInvalidRequest, msg: "invalid request"})
 			continue
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && req.IsCall() {
 			c.mu.Lock()
-			c.pending[idKey(req.ID)] = struct{}{}
+			c.pending[idKey(req.ID)] = tok
 			c.mu.Unlock()
 		}
 		return msg, nil
 	}
+}
+
+// stashArguments moves the arguments of a large tools/call call into the
+// stash and gives the SDK params that name them by token instead; the tool
+// handler takes them back (Server.toolHandler). It returns the token, or ""
+// when the arguments stay in the message: no stash, not a tools/call call,
+// arguments under stashMinBytes, or an ID already in flight (whose token
+// would be dropped by the other call's answer).
+func (c *lineConn) stashArguments(req *jsonrpc.Request, line []byte, f *frame) string {
+	if c.stash == nil || !req.IsCall() || f.method != methodCallTool || f.argEnd-f.argStart < stashMinBytes {
+		return ""
+	}
+	c.mu.Lock()
+	_, dup := c.pending[idKey(req.ID)]
+	c.mu.Unlock()
+	if dup {
+		return ""
+	}
+	tok := c.stash.put("", line[f.argStart:f.argEnd]) // stdio sessions have no ID
+	ref := `{"` + stashKey + `":"` + tok + `"}`
+	params := make([]byte, 0, f.paramsEnd-f.paramsStart-(f.argEnd-f.argStart)+len(ref))
+	params = append(params, line[f.paramsStart:f.argStart]...)
+	params = append(params, ref...)
+	params = append(params, line[f.argEnd:f.paramsEnd]...)
+	req.Params = params
+	return tok
 }
 
 // drain waits, at end of input, until every call handed to the SDK has
@@ -220,8 +268,13 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	err = c.writeLine(data)
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
-		delete(c.pending, idKey(resp.ID))
+		key := idKey(resp.ID)
+		tok, held := c.pending[key]
+		delete(c.pending, key)
 		c.mu.Unlock()
+		if held && tok != "" {
+			c.stash.drop(tok) // the call ended without its handler taking them
+		}
 		select {
 		case c.idle <- struct{}{}:
 		default:
@@ -236,6 +289,13 @@ func (c *lineConn) Close() error {
 		c.wmu.Lock()
 		close(c.closed)
 		c.wmu.Unlock()
+		c.mu.Lock()
+		for _, tok := range c.pending {
+			if tok != "" {
+				c.stash.drop(tok)
+			}
+		}
+		c.mu.Unlock()
 	})
 	return nil
 }

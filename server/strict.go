@@ -7,6 +7,7 @@ import (
 	"io"
 	"regexp"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -22,6 +23,9 @@ type frame struct {
 	// argStart and argEnd delimit params.arguments of a tools/call in the
 	// message (both 0 when there is none).
 	argStart, argEnd int
+	// paramsStart and paramsEnd delimit params in the message (both 0 when
+	// there is none).
+	paramsStart, paramsEnd int
 }
 
 // frameError is a message refused before dispatch: the JSON-RPC error to
@@ -64,6 +68,15 @@ func validNumericID(raw string) bool {
 	return err == nil && n <= maxExactID && n >= -maxExactID
 }
 
+// strictDecoder reads data in place: given a *bytes.Buffer, jsontext parses
+// straight from its bytes, where from any other reader it copies the input
+// into a buffer that it grows as it goes (for an 11 MB upload line, tens of
+// MB per decoder). The decoder only reads data. Invalid UTF-8 is let
+// through (see checkFrame).
+func strictDecoder(data []byte) *jsontext.Decoder {
+	return jsontext.NewDecoder(bytes.NewBuffer(data), jsontext.AllowInvalidUTF8(true))
+}
+
 // checkFrame validates one JSON-RPC message strictly, before any decoder
 // that would be lenient sees it: exactly one JSON value (nothing after it),
 // no object with a duplicate member name anywhere (a gateway reading the
@@ -76,7 +89,7 @@ func validNumericID(raw string) bool {
 // The duplicate-name, trailing-data and syntax checks are the strict
 // decoder's (jsontext); only the JSON-RPC envelope rules are ours.
 func checkFrame(data []byte) (*frame, *frameError) {
-	whole := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true))
+	whole := strictDecoder(data)
 	_, err := whole.ReadValue()
 	if err == nil {
 		if _, terr := whole.ReadValue(); terr != io.EOF {
@@ -98,7 +111,7 @@ func checkFrame(data []byte) (*frame, *frameError) {
 		}
 		return nil, &frameError{code: jsonrpc.CodeInvalidRequest, msg: "invalid request: " + what}
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowInvalidUTF8(true))
+	dec := strictDecoder(data)
 	if _, err := dec.ReadToken(); err != nil { // '{'
 		return nil, &frameError{code: jsonrpc.CodeParseError, msg: "parse error"}
 	}
@@ -130,6 +143,7 @@ func checkFrame(data []byte) (*frame, *frameError) {
 		case "params":
 			paramsAt = int(dec.InputOffset()) - len(v)
 			para = jsontext.Value(data[paramsAt : paramsAt+len(v)])
+			f.paramsStart, f.paramsEnd = paramsAt, paramsAt+len(v)
 		}
 	}
 	// The id first, so that later errors are answered under it.
@@ -173,10 +187,54 @@ func checkFrame(data []byte) (*frame, *frameError) {
 	return &f, nil
 }
 
+// request builds the SDK's message for a request that checkFrame has
+// read, so that the SDK's decoder does not parse the line a second time:
+// jsonrpc.DecodeMessage decodes it twice more (the envelope, then the
+// method), each time with a fresh 32 KiB buffer (docs/benchmarks.md).
+// The message is the one DecodeMessage gives: the same method, an ID
+// made by jsonrpc.MakeID from what the SDK's decoder would give (a
+// float64 for an integer, which checkFrame bounds to 2^53, or a string),
+// and params as the raw bytes. ok is false for a response and for any
+// form it does not build the same way (a method "", an escaped string id,
+// params null); those go to jsonrpc.DecodeMessage.
+func request(data []byte, f *frame) (_ *jsonrpc.Request, ok bool) {
+	if f.method == "" {
+		return nil, false
+	}
+	var raw any
+	switch {
+	case f.id == "": // a notification
+	case f.id[0] == '"':
+		s := f.id[1 : len(f.id)-1]
+		if strings.IndexByte(s, '\\') >= 0 || !utf8.ValidString(s) {
+			return nil, false
+		}
+		raw = s
+	default:
+		n, err := strconv.ParseFloat(f.id, 64) // an integer of at most 2^53: exact
+		if err != nil {
+			return nil, false
+		}
+		raw = n
+	}
+	id, err := jsonrpc.MakeID(raw)
+	if err != nil {
+		return nil, false
+	}
+	var params json.RawMessage
+	if f.paramsEnd > f.paramsStart {
+		params = data[f.paramsStart:f.paramsEnd]
+		if string(params) == "null" {
+			return nil, false
+		}
+	}
+	return &jsonrpc.Request{ID: id, Method: f.method, Params: params}, true
+}
+
 // argumentsSpan finds the "arguments" member of a params object: the
 // offsets of its value in params.
 func argumentsSpan(params jsontext.Value) (start, end int, ok bool) {
-	dec := jsontext.NewDecoder(bytes.NewReader(params), jsontext.AllowInvalidUTF8(true))
+	dec := strictDecoder(params)
 	if _, err := dec.ReadToken(); err != nil {
 		return 0, 0, false
 	}
@@ -207,7 +265,7 @@ func invalidUTF8Member(args []byte) string {
 	if utf8.Valid(args) {
 		return ""
 	}
-	dec := jsontext.NewDecoder(bytes.NewReader(args), jsontext.AllowInvalidUTF8(true))
+	dec := strictDecoder(args)
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return "arguments"
 	}

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -79,7 +80,7 @@ func FuzzCheckFrame(f *testing.F) {
 	for _, s := range []string{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"a","arguments":{"b":[1,{"c":"d"}]}}}`,
-		`{"jsonrpc":"2.0","id":"x","result":{}}`,
+		`{"jsonrpc":"2.0","id":"x","result":{}}`, `{"jsonrpc":"2.0","id":"q\u0041","method":"a","params":[1]}`,
 		`[{"jsonrpc":"2.0"}]`, `{"a":1,"a":2}`, "garbage", `{"jsonrpc":"2.0","id":1.5}`,
 	} {
 		f.Add([]byte(s))
@@ -98,8 +99,59 @@ func FuzzCheckFrame(f *testing.F) {
 		if _, err := jsonrpc.DecodeMessage(data); err != nil {
 			t.Fatalf("accepted %q, which the SDK cannot decode: %v", data, err)
 		}
+		sameAsSDK(t, data, fr) // a built request is the SDK's own decoding
 		if fr.argEnd > fr.argStart && !json.Valid(data[fr.argStart:fr.argEnd]) {
 			t.Fatalf("arguments span %q is not a JSON value", data[fr.argStart:fr.argEnd])
 		}
 	})
+}
+
+// sameAsSDK fails unless request, when it builds a message for data, builds
+// the one jsonrpc.DecodeMessage decodes: same ID, method and params.
+func sameAsSDK(t *testing.T, data []byte, fr *frame) (built bool) {
+	t.Helper()
+	req, ok := request(data, fr)
+	if !ok {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	if err != nil {
+		t.Fatalf("%q: built a request the SDK refuses: %v", data, err)
+	}
+	want, isReq := msg.(*jsonrpc.Request)
+	if !isReq {
+		t.Fatalf("%q: built a request for a %T", data, msg)
+	}
+	if req.ID != want.ID || req.Method != want.Method || !bytes.Equal(req.Params, want.Params) {
+		t.Fatalf("%q: built {%v %q %s}, SDK decodes {%v %q %s}", data, req.ID.Raw(), req.Method, req.Params, want.ID.Raw(), want.Method, want.Params)
+	}
+	return true
+}
+
+// TestRequestMatchesSDK: the request stdio builds from the frame check is
+// the SDK's own decoding of the line, and the forms it does not build the
+// same way are left to the SDK.
+func TestRequestMatchesSDK(t *testing.T) {
+	for in, wantBuilt := range map[string]bool{
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                                                            true,
+		`{"jsonrpc":"2.0","id":-42,"method":"ping","params":{}}`:                                              true,
+		`{"jsonrpc":"2.0","id":9007199254740992,"method":"ping"}`:                                             true,
+		`{"jsonrpc":"2.0","id":"abc-é","method":"ping"}`:                                                      true,
+		`{"jsonrpc":"2.0","id":"a\"b","method":"ping"}`:                                                       false,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                                              true,
+		`{"params": {"name" : "x",  "arguments":{"a":[1, 2]}} ,"jsonrpc":"2.0","id":7,"method":"tools/call"}`: true,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","params":null}`:                                              false,
+		`{"jsonrpc":"2.0","id":1,"method":"to\u006fls/list"}`:                                                 true,
+		`{"jsonrpc":"2.0","id":1,"method":""}`:                                                                false,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`:                                                                false,
+		`{"jsonrpc":"2.0","id":1,"method":"ping","result":{"x":1},"error":null}`:                              true,
+	} {
+		fr, ferr := checkFrame([]byte(in))
+		if ferr != nil {
+			t.Fatalf("%s: refused: %s", in, ferr.msg)
+		}
+		if built := sameAsSDK(t, []byte(in), fr); built != wantBuilt {
+			t.Errorf("%s: built %v, want %v", in, built, wantBuilt)
+		}
+	}
 }

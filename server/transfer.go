@@ -64,17 +64,17 @@ func sha256Hex(b []byte) string {
 func UploadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	maxEncoded := (deps.Limits.TransferBytes + 2) / 3 * 4
-	in := object("", []string{"path", "data_base64", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path": pathArg("The file to write."),
-		"data_base64": {Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
-			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded."},
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path", "data_base64")
-	out := object("", []string{"path", "size", "sha256"}, map[string]*jsonschema.Schema{
-		"path":   {Type: "string", Description: "The path as given."},
-		"size":   {Type: "integer", Description: "Bytes written."},
-		"sha256": {Type: "string", Description: "SHA-256 of the bytes written, lowercase hex."},
-	}, "path", "size", "sha256")
+	in := object("",
+		req("path", pathArg("The file to write.")),
+		req("data_base64", &jsonschema.Schema{Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
+			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded."}),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes written."}),
+		req("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes written, lowercase hex."}),
+	)
 	def := &mcp.Tool{
 		Name: "upload_file",
 		Description: "Write binary data, given in standard base64, to a file in a sandbox, creating parent directories " +
@@ -83,27 +83,23 @@ func UploadFile(deps *Deps) Tool {
 			"created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Upload file", false, true, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Upload file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		if _, err := r.envd.Upload(fctx, path, bytes.NewReader(data)); err != nil {
-			return nil, err
-		}
-		return struct {
-			Path   string `json:"path"`
-			Size   int    `json:"size"`
-			SHA256 string `json:"sha256"`
-		}{path, len(data), sha256Hex(data)}, nil
-	}).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
+			path := a.str("path")
+			if _, err := r.envd.Upload(ctx, path, bytes.NewReader(data)); err != nil {
+				return nil, err
+			}
+			return struct {
+				Path   string `json:"path"`
+				Size   int    `json:"size"`
+				SHA256 string `json:"sha256"`
+			}{path, len(data), sha256Hex(data)}, nil
+		},
+	}.handler(deps)).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
 }
 
 // downloadResult is download_file's result. It goes to the SDK as a value
@@ -123,19 +119,19 @@ func (downloadResult) textMirrored() {}
 // up to max_bytes.
 func DownloadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
-	in := object("", []string{"path", "max_bytes", "sandbox_id"}, map[string]*jsonschema.Schema{
-		"path": pathArg("The file to read."),
-		"max_bytes": withDefault(integer("Most bytes to return, 1 to "+itoa(deps.Limits.TransferBytes)+". Default "+
-			itoa(deps.Limits.TransferBytes)+".", 1, deps.Limits.TransferBytes), deps.Limits.TransferBytes),
-		"sandbox_id": sandboxIDExecArg(),
-	}, "path")
-	out := object("", []string{"path", "size", "sha256", "data_base64", "truncated"}, map[string]*jsonschema.Schema{
-		"path":        {Type: "string", Description: "The path as given."},
-		"size":        {Type: "integer", Description: "Bytes returned."},
-		"sha256":      {Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex."},
-		"data_base64": {Type: "string", Description: "The bytes in standard base64."},
-		"truncated":   {Type: "boolean", Description: "True when the file holds more than max_bytes bytes."},
-	}, "path", "size", "sha256", "data_base64", "truncated")
+	in := object("",
+		req("path", pathArg("The file to read.")),
+		opt("max_bytes", withDefault(integer("Most bytes to return, 1 to "+itoa(deps.Limits.TransferBytes)+". Default "+
+			itoa(deps.Limits.TransferBytes)+".", 1, deps.Limits.TransferBytes), deps.Limits.TransferBytes)),
+		opt("sandbox_id", sandboxIDExecArg()),
+	)
+	out := object("",
+		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes returned."}),
+		req("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex."}),
+		req("data_base64", &jsonschema.Schema{Type: "string", Description: "The bytes in standard base64."}),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when the file holds more than max_bytes bytes."}),
+	)
 	def := &mcp.Tool{
 		Name: "download_file",
 		Description: "Read a file's bytes from a sandbox, returned in standard base64 with their size and SHA-256. At most " +
@@ -144,21 +140,17 @@ func DownloadFile(deps *Deps) Tool {
 			"sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  annotations("Download file", true, false, true, true),
+		Annotations:  &mcp.ToolAnnotations{Title: "Download file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
-	return newTool(def, func(ctx context.Context, sess *session, a args) (_ any, err error) {
-		r, err := reach(ctx, deps, sess, a)
-		if err != nil {
-			return nil, err
-		}
-		defer func() { renew(ctx, deps, sess, r, err) }()
-		path := a.str("path")
-		fctx, cancel := context.WithTimeout(ctx, deps.Limits.FileTimeout)
-		defer cancel()
-		data, truncated, err := r.envd.ReadFile(fctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
-		if err != nil {
-			return nil, err
-		}
-		return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
-	})
+	return newTool(def, dataPlane{
+		fileOp: true,
+		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			path := a.str("path")
+			data, truncated, err := r.envd.ReadFile(ctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
+			if err != nil {
+				return nil, err
+			}
+			return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
+		},
+	}.handler(deps))
 }

@@ -591,21 +591,87 @@ func (s *sessionState) observe(name string, res *toolResult) {
 	}
 }
 
-// weightedTools is the call mix: tool and weight.
-var weightedTools = []struct {
-	name   string
-	weight int
-}{
-	{"run_command", 20}, {"write_file", 10}, {"read_file", 10}, {"list_files", 5}, {"run_code", 5},
-	{"upload_file", 5}, {"download_file", 5}, {"create_sandbox", 4}, {"get_sandbox", 5},
-	{"set_sandbox_timeout", 3}, {"list_sandboxes", 3}, {"start_background_command", 5},
-	{"get_background_command", 5}, {"kill_background_command", 2}, {"kill_sandbox", 2}, {"invalid", 3},
+// callEnv is what a call's arguments are made from.
+type callEnv struct {
+	s        *sessionState
+	r        *rand.Rand
+	file     string         // one of four text files, drawn for every call
+	provider map[string]any // {"provider": id} at a provider other than the default, else nil
+}
+
+// soakCall is one entry of the call mix: the tool called, its weight, and
+// its arguments. invalid marks the call that fails validation, which is
+// sent even while a session still has to create its sandbox.
+type soakCall struct {
+	name    string
+	weight  int
+	invalid bool
+	args    func(e callEnv) map[string]any
+}
+
+// callMix is the call mix, the one list of the tools the soak calls.
+var callMix = []soakCall{
+	{name: "run_command", weight: 20, args: func(e callEnv) map[string]any {
+		return map[string]any{"command": "echo soak " + strconv.Itoa(e.s.n) + "; ls /tmp > /dev/null"}
+	}},
+	{name: "write_file", weight: 10, args: func(e callEnv) map[string]any {
+		return map[string]any{"path": e.file, "content": strings.Repeat("soak line\n", 1+e.r.IntN(100))}
+	}},
+	{name: "read_file", weight: 10, args: fileArgs},
+	{name: "list_files", weight: 5, args: func(callEnv) map[string]any {
+		return map[string]any{"path": ".", "depth": 2}
+	}},
+	{name: "run_code", weight: 5, args: func(e callEnv) map[string]any {
+		return map[string]any{"code": "echo code " + strconv.Itoa(e.s.n), "language": "bash"}
+	}},
+	{name: "upload_file", weight: 5, args: func(e callEnv) map[string]any {
+		data := make([]byte, 256+e.r.IntN(4096))
+		for i := range data {
+			data[i] = byte(e.r.IntN(256))
+		}
+		return map[string]any{"path": "soak/bin" + strconv.Itoa(e.r.IntN(2)), "data_base64": base64.StdEncoding.EncodeToString(data)}
+	}},
+	{name: "download_file", weight: 5, args: fileArgs},
+	{name: "create_sandbox", weight: 4, args: func(e callEnv) map[string]any {
+		return with(e.provider, "timeout", 600)
+	}},
+	{name: "get_sandbox", weight: 5, args: noArgs},
+	{name: "set_sandbox_timeout", weight: 3, args: func(callEnv) map[string]any {
+		return map[string]any{"timeout": 900}
+	}},
+	{name: "list_sandboxes", weight: 3, args: func(e callEnv) map[string]any {
+		return with(e.provider, "limit", 5)
+	}},
+	{name: "start_background_command", weight: 5, args: func(e callEnv) map[string]any {
+		return map[string]any{"command": "sleep 0.1; echo bg " + strconv.Itoa(e.s.n)}
+	}},
+	{name: "get_background_command", weight: 5, args: commandArgs},
+	{name: "kill_background_command", weight: 2, args: commandArgs},
+	{name: "kill_sandbox", weight: 2, args: noArgs},
+	// A call that fails validation.
+	{name: "run_command", weight: 3, invalid: true, args: func(callEnv) map[string]any {
+		return map[string]any{"command": 42}
+	}},
+}
+
+func noArgs(callEnv) map[string]any { return map[string]any{} }
+
+func fileArgs(e callEnv) map[string]any { return map[string]any{"path": e.file} }
+
+// commandArgs names one of the session's background commands, or an
+// unknown one before it has started any.
+func commandArgs(e callEnv) map[string]any {
+	id := "bg-0000000000000000"
+	if len(e.s.commands) > 0 {
+		id = e.s.commands[e.r.IntN(len(e.s.commands))]
+	}
+	return map[string]any{"command_id": id}
 }
 
 var totalWeight = func() int {
 	n := 0
-	for _, t := range weightedTools {
-		n += t.weight
+	for _, c := range callMix {
+		n += c.weight
 	}
 	return n
 }()
@@ -613,61 +679,33 @@ var totalWeight = func() int {
 // next picks a call.
 func (s *sessionState) next(r *rand.Rand) (string, map[string]any) {
 	n := r.IntN(totalWeight)
-	name := weightedTools[0].name
-	for _, t := range weightedTools {
+	c := callMix[0]
+	for _, t := range callMix {
 		if n < t.weight {
-			name = t.name
+			c = t
 			break
 		}
 		n -= t.weight
 	}
 	s.n++
-	file := "soak/f" + strconv.Itoa(r.IntN(4)) + ".txt"
-	if s.needCreate && name != "invalid" {
-		name = "create_sandbox"
+	e := callEnv{s: s, r: r, file: "soak/f" + strconv.Itoa(r.IntN(4)) + ".txt"}
+	if s.needCreate && !c.invalid {
+		c = mixCall("create_sandbox")
 	}
-	var provider map[string]any
 	if s.provider != sandbox.DefaultProviderID {
-		provider = map[string]any{"provider": s.provider}
+		e.provider = map[string]any{"provider": s.provider}
 	}
-	switch name {
-	case "run_command":
-		return name, map[string]any{"command": "echo soak " + strconv.Itoa(s.n) + "; ls /tmp > /dev/null"}
-	case "write_file":
-		return name, map[string]any{"path": file, "content": strings.Repeat("soak line\n", 1+r.IntN(100))}
-	case "read_file", "download_file":
-		return name, map[string]any{"path": file}
-	case "list_files":
-		return name, map[string]any{"path": ".", "depth": 2}
-	case "run_code":
-		return name, map[string]any{"code": "echo code " + strconv.Itoa(s.n), "language": "bash"}
-	case "upload_file":
-		data := make([]byte, 256+r.IntN(4096))
-		for i := range data {
-			data[i] = byte(r.IntN(256))
+	return c.name, c.args(e)
+}
+
+// mixCall returns the valid entry of callMix for a tool.
+func mixCall(name string) soakCall {
+	for _, c := range callMix {
+		if c.name == name && !c.invalid {
+			return c
 		}
-		return name, map[string]any{"path": "soak/bin" + strconv.Itoa(r.IntN(2)), "data_base64": base64.StdEncoding.EncodeToString(data)}
-	case "create_sandbox":
-		return name, with(provider, "timeout", 600)
-	case "get_sandbox":
-		return name, map[string]any{}
-	case "set_sandbox_timeout":
-		return name, map[string]any{"timeout": 900}
-	case "list_sandboxes":
-		return name, with(provider, "limit", 5)
-	case "start_background_command":
-		return name, map[string]any{"command": "sleep 0.1; echo bg " + strconv.Itoa(s.n)}
-	case "get_background_command", "kill_background_command":
-		id := "bg-0000000000000000"
-		if len(s.commands) > 0 {
-			id = s.commands[r.IntN(len(s.commands))]
-		}
-		return name, map[string]any{"command_id": id}
-	case "kill_sandbox":
-		return name, map[string]any{}
 	}
-	// A call that fails validation.
-	return "run_command", map[string]any{"command": 42}
+	panic("sandboxkit-soak: no call " + name + " in the mix")
 }
 
 // with returns a copy of m with k set to v.
