@@ -1,0 +1,271 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+// bannerEntry is the report entry holding the run's banner, so that a
+// parallel run's parent prints it once from the merged report.
+const bannerEntry = "sandboxkit banner"
+
+// banner describes what the kit found: the server, the contract tools it
+// advertises (and under which name, when the tool map renames them), the
+// contract tools it lacks and the tools the contract does not know.
+func (r *runState) banner(all []string) string {
+	var b strings.Builder
+	name := "the server"
+	if r.server != nil {
+		name = fmt.Sprintf("%s %s", r.server.Name, r.server.Version)
+	}
+	fmt.Fprintf(&b, "sandboxkit conformance %s: %s (%s)\n", Version, name, r.cfg.Kind())
+	var found, mapped, missing []string
+	for _, c := range ContractTools() {
+		switch n := r.cfg.toolName(c); {
+		case r.tools[c] == nil:
+			missing = append(missing, c)
+		case n != c:
+			mapped = append(mapped, c+" = "+n)
+		default:
+			found = append(found, c)
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range ContractTools() {
+		known[r.cfg.toolName(c)] = true
+	}
+	var other []string
+	for _, n := range all {
+		if !known[n] {
+			other = append(other, n)
+		}
+	}
+	line := func(label string, names []string) {
+		if len(names) == 0 {
+			fmt.Fprintf(&b, "  %-8s none\n", label)
+			return
+		}
+		fmt.Fprintf(&b, "  %-8s %d: %s\n", label, len(names), strings.Join(names, ", "))
+	}
+	line("found", found)
+	line("mapped", mapped)
+	line("missing", missing)
+	if len(other) > 0 {
+		line("unknown", other)
+	}
+	if len(missing) > 0 {
+		b.WriteString("  specs that need a missing tool are skipped (with --require-all they fail)\n")
+	}
+	return b.String()
+}
+
+// WriteBanner prints the banner a run recorded in its report (the tools
+// found, mapped and missing), for a report merged from several processes;
+// it prints nothing when the report has none.
+func WriteBanner(w io.Writer, r ginkgo.Report) {
+	for _, sr := range r.SpecReports {
+		for _, e := range sr.ReportEntries {
+			if e.Name == bannerEntry {
+				fmt.Fprint(w, e.Value.String())
+				return
+			}
+		}
+	}
+}
+
+// leakPrefix begins every leak-check failure message (see checkLeaks).
+const leakPrefix = "SESSION-1: sandboxes left running"
+
+// failureGroup is failures that share a first cause.
+type failureGroup struct {
+	cause string
+	rules []string
+	specs []string
+	// details holds one line per spec where each spec's message says more
+	// than the cause (the leak check's IDs).
+	details []string
+}
+
+var (
+	longToken = regexp.MustCompile(`\b[0-9a-zA-Z_-]*[0-9][0-9a-zA-Z_-]{11,}\b`)
+	number    = regexp.MustCompile(`\d+`)
+)
+
+// causeKey reduces a failure's first line to what specs with the same
+// cause share: IDs and numbers do not count.
+func causeKey(line string) string {
+	return number.ReplaceAllString(longToken.ReplaceAllString(line, "<id>"), "N")
+}
+
+// firstLine is the first line of a failure message, trimmed.
+func firstLine(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
+}
+
+// entryValue returns the value of the spec's first report entry named
+// name, or "".
+func entryValue(sr types.SpecReport, name string) string {
+	for _, e := range sr.ReportEntries {
+		if e.Name == name {
+			return e.Value.String()
+		}
+	}
+	return ""
+}
+
+// writeFailures prints the failed specs grouped by first cause: a cause
+// the kit diagnosed (see diagnose), the leak check, or else the same first
+// line once IDs and numbers are left out. A group of one keeps the spec's
+// own line.
+func writeFailures(w io.Writer, r ginkgo.Report) {
+	groups := map[string]*failureGroup{}
+	var order []string
+	add := func(key, cause, id string, rules []string, detail string) {
+		g := groups[key]
+		if g == nil {
+			g = &failureGroup{cause: cause}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.specs = append(g.specs, id)
+		for _, rule := range rules {
+			if !slices.Contains(g.rules, rule) {
+				g.rules = append(g.rules, rule)
+			}
+		}
+		if detail != "" {
+			g.details = append(g.details, id+": "+detail)
+		}
+	}
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateFailureStates) {
+			continue
+		}
+		_, id, rules := classify(sr.Labels())
+		msgs := []string{sr.Failure.Message}
+		for _, af := range sr.AdditionalFailures {
+			msgs = append(msgs, af.Failure.Message)
+		}
+		primary := true
+		for _, msg := range msgs {
+			line := firstLine(msg)
+			switch {
+			case strings.HasPrefix(line, leakPrefix):
+				add("leak", causeLeak, id, []string{"SESSION-1"}, truncate(strings.TrimPrefix(line, leakPrefix+": "), 400))
+			case primary:
+				if cause := entryValue(sr, causeEntry); cause != "" {
+					add("cause:"+cause, cause, id, nil, "")
+				} else {
+					add("msg:"+causeKey(line), line, id, rules, "")
+				}
+			}
+			primary = false
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(groups[order[i]].specs) > len(groups[order[j]].specs) })
+	for _, key := range order {
+		g := groups[key]
+		rules := ""
+		if len(g.rules) > 0 {
+			rules = "[" + strings.Join(g.rules, " ") + "] "
+		}
+		if len(g.specs) == 1 && len(g.details) == 0 {
+			fmt.Fprintf(w, "  FAIL %s %s%s\n", g.specs[0], rules, truncate(g.cause, 300))
+			continue
+		}
+		fmt.Fprintf(w, "  FAIL %s%s\n", rules, truncate(g.cause, 600))
+		if len(g.details) > 0 {
+			for _, d := range g.details {
+				fmt.Fprintf(w, "       %s\n", d)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "       %s: %s\n", plural(len(g.specs), "spec", "specs"), strings.Join(g.specs, ", "))
+	}
+}
+
+// writeSkips prints why specs were skipped, grouped by reason, leaving out
+// the specs another process of the run claimed.
+func writeSkips(w io.Writer, r ginkgo.Report) {
+	by := map[string][]string{}
+	var order []string
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateSkipped) {
+			continue
+		}
+		reason := firstLine(sr.Failure.Message)
+		if reason == ClaimedElsewhere {
+			continue
+		}
+		if reason == "" {
+			reason = "not selected (label filter, focus or skip)"
+		}
+		_, id, _ := classify(sr.Labels())
+		if by[reason] == nil {
+			order = append(order, reason)
+		}
+		by[reason] = append(by[reason], id)
+	}
+	if len(order) == 0 {
+		return
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(by[order[i]]) > len(by[order[j]]) })
+	fmt.Fprintln(w, "skipped:")
+	for _, reason := range order {
+		ids := by[reason]
+		list := strings.Join(ids, ", ")
+		if len(ids) > 6 {
+			list = strings.Join(ids[:6], ", ") + fmt.Sprintf(" and %d more", len(ids)-6)
+		}
+		fmt.Fprintf(w, "  SKIP %s: %s (%s)\n", truncate(reason, 200), plural(len(ids), "spec", "specs"), list)
+	}
+}
+
+// writeEndings prints how the server processes the kit started ended,
+// added up over every spec (stdio targets only).
+func writeEndings(w io.Writer, r ginkgo.Report) {
+	sum := map[string]int{}
+	total := 0
+	for _, sr := range r.SpecReports {
+		for _, e := range sr.ReportEntries {
+			if e.Name != endingsEntry {
+				continue
+			}
+			for _, part := range strings.Split(e.Value.String(), ";") {
+				how, n, ok := strings.Cut(part, "=")
+				if !ok {
+					continue
+				}
+				if k, err := strconv.Atoi(n); err == nil {
+					sum[how] += k
+					total += k
+				}
+			}
+		}
+	}
+	if total == 0 {
+		return
+	}
+	var parts []string
+	for _, how := range []string{endedOnEOF, endedOnSIGTERM, endedKilled, endedEarly} {
+		if sum[how] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", sum[how], how))
+		}
+	}
+	fmt.Fprintf(w, "server processes: %s closed by the kit: %s\n", plural(total, "session", "sessions"), strings.Join(parts, ", "))
+	if sum[endedOnSIGTERM]+sum[endedKilled] > 0 {
+		fmt.Fprintln(w, "  a stdio server must exit when its stdin ends (MCP stdio shutdown); one that needs a signal may skip its close-time cleanup")
+	}
+}
