@@ -361,6 +361,12 @@ func (c *errsChecker) done() {
 
 // errsOneLine squeezes a Gomega failure message onto one line.
 func errsOneLine(s string) string {
+	// Gomega follows a description with a dump of the values ("Expected
+	// <map[string]interface {} | len:0>: ..."): the description says it
+	// in words.
+	if i := strings.Index(s, "\nExpected"); i > 0 {
+		s = s[:i]
+	}
 	return truncate(strings.Join(strings.Fields(s), " "), 300)
 }
 

@@ -81,6 +81,10 @@ func WriteBanner(w io.Writer, r ginkgo.Report) {
 	}
 }
 
+// runErrorPrefix begins the failure of a run that could not start (the
+// server could not be reached or spoke no MCP).
+const runErrorPrefix = "the run could not start"
+
 // leakPrefix begins every leak-check failure message (see checkLeaks).
 const leakPrefix = "SESSION-1: sandboxes left running"
 
@@ -103,6 +107,57 @@ var (
 // cause share: IDs and numbers do not count.
 func causeKey(line string) string {
 	return number.ReplaceAllString(longToken.ReplaceAllString(line, "<id>"), "N")
+}
+
+// knownCause is a first cause the summary recognises in any spec's
+// failure message, with what it says instead.
+type knownCause struct {
+	re   *regexp.Regexp
+	text func(m []string) string
+}
+
+// knownCauses are causes that show through many specs' messages: a tool's
+// input schema that refuses an argument the contract gives it, a result
+// without structuredContent (TOOLS-3).
+func knownCauses() []knownCause {
+	tools := strings.Join(ContractTools(), "|")
+	return []knownCause{
+		{regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), func(m []string) string {
+			return fmt.Sprintf("%s's input schema refuses the argument(s) %s that the contract gives it (unexpected additional properties): "+
+				"the tool takes other argument names (map them with --tool-map) or lacks the arguments", m[1], strings.ReplaceAll(m[2], `"`, ""))
+		}},
+		{regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), func(m []string) string {
+			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
+		}},
+	}
+}
+
+// firstCause returns the key and the words of a failure message's first
+// cause: a known cause in any of its lines (a message of several problems
+// lists one a line), else its first problem line, grouped with the lines
+// that differ from it only in IDs and numbers.
+func firstCause(msg string) (key, cause string) {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for _, kc := range knownCauses() {
+		for _, l := range lines {
+			if m := kc.re.FindStringSubmatch(l); m != nil {
+				text := kc.text(m)
+				return "known:" + text, text
+			}
+		}
+	}
+	first := strings.TrimSpace(lines[0])
+	if strings.HasSuffix(first, ":") && len(lines) > 1 {
+		// "N problem(s):" heads a list: the first problem is the cause.
+		first = strings.TrimSpace(lines[1])
+	}
+	// A problem line names its call first ("run_code(external) reset: ..."):
+	// the same problem of another call is the same cause.
+	key = first
+	if _, rest, ok := strings.Cut(first, ": "); ok {
+		key = rest
+	}
+	return "msg:" + causeKey(key), first
 }
 
 // firstLine is the first line of a failure message, trimmed.
@@ -154,6 +209,11 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 			continue
 		}
 		_, id, rules := classify(sr.Labels())
+		if strings.HasPrefix(sr.Failure.Message, runErrorPrefix) {
+			// The run never started: no spec ran, so no rule is to blame.
+			fmt.Fprintf(w, "  RUN ERROR %s\n", truncate(firstLine(strings.TrimPrefix(sr.Failure.Message, runErrorPrefix+": ")), 600))
+			continue
+		}
 		msgs := []string{sr.Failure.Message}
 		for _, af := range sr.AdditionalFailures {
 			msgs = append(msgs, af.Failure.Message)
@@ -168,7 +228,8 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 				if cause := entryValue(sr, causeEntry); cause != "" {
 					add("cause:"+cause, cause, id, nil, "")
 				} else {
-					add("msg:"+causeKey(line), line, id, rules, "")
+					key, cause := firstCause(msg)
+					add(key, cause, id, rules, "")
 				}
 			}
 			primary = false
