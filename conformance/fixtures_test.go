@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // buildFixtures builds the sandboxkit command and the kit's fixture
@@ -120,6 +121,28 @@ func TestKitFindsLeakingRunCode(t *testing.T) {
 	}
 }
 
+// TestKitSaysProviderNotReached runs the kit against the run_code fixture
+// with an SDK that reads no E2B_API_URL: the summary says once that the
+// fake saw no request, with the likely cause, for the specs it affected.
+func TestKitSaysProviderNotReached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the kit")
+	}
+	bins := buildFixtures(t, "./internal/fixtures/leakyruncode")
+	out := conformOutput(t, bins["sandboxkit"], bins["leakyruncode"], "-unreached")
+	sum := summaryOf(out)
+	t.Logf("kit output for the unreached fixture: %d lines; summary:\n%s", strings.Count(out, "\n"), sum)
+	if n := strings.Count(sum, "FAIL "+causeNotReached); n != 1 {
+		t.Errorf("the summary states the unreached provider %d times, want once as a group:\n%s", n, sum)
+	}
+	if !strings.Contains(sum, "exec.run-code-default-python") {
+		t.Errorf("exec.run-code-default-python is not among the specs the unreached provider affected:\n%s", sum)
+	}
+	if strings.Contains(sum, leakPrefix) {
+		t.Errorf("nothing was created, but the kit reports a leak:\n%s", sum)
+	}
+}
+
 // TestKitQuotesStdoutLog runs the kit against the fixture that logs to
 // stdout: the run error quotes the line and says what to do, and no rule
 // is blamed for it.
@@ -158,6 +181,29 @@ func TestStdoutSniffer(t *testing.T) {
 		}
 		if got := s.nonJSON(); got != c.want {
 			t.Errorf("%q: non-JSON line %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestStdioTransportEndings checks how the stdio transport names the end
+// of a server process: one that exits when its stdin ends, one that needs
+// SIGTERM, one that ignores it and is killed.
+func TestStdioTransportEndings(t *testing.T) {
+	for _, c := range []struct {
+		script, want string
+	}{
+		{"cat >/dev/null", endedOnEOF},
+		{"exec sleep 3", endedOnSIGTERM},
+		{"trap '' TERM; sleep 3; exit 0", endedKilled},
+	} {
+		tr := &stdioTransport{cmd: exec.Command("sh", "-c", c.script), terminate: 300 * time.Millisecond, sniff: newStdoutSniffer()}
+		conn, err := tr.Connect(t.Context())
+		if err != nil {
+			t.Fatalf("%s: %v", c.script, err)
+		}
+		_ = conn.Close()
+		if got := tr.ended(); got != c.want {
+			t.Errorf("%q: ended %q, want %q", c.script, got, c.want)
 		}
 	}
 }
