@@ -124,12 +124,19 @@ func knownCauses() []knownCause {
 	return []knownCause{
 		{regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), func(m []string) string {
 			return fmt.Sprintf("%s's input schema refuses the argument(s) %s that the contract gives it (unexpected additional properties): "+
-				"the tool takes other argument names (map them with --tool-map) or lacks the arguments", m[1], strings.ReplaceAll(m[2], `"`, ""))
+				"the tool takes other argument names (map them with --tool-map) or lacks the arguments", m[1], sortedFields(strings.ReplaceAll(m[2], `"`, "")))
 		}},
 		{regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), func(m []string) string {
 			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
 		}},
 	}
+}
+
+// sortedFields returns s's space-separated words sorted, joined by ", ".
+func sortedFields(s string) string {
+	f := strings.Fields(s)
+	slices.Sort(f)
+	return strings.Join(f, ", ")
 }
 
 // kitBait reports whether a known cause's match names only arguments the
