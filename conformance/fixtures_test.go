@@ -88,7 +88,7 @@ func TestKitFindsLeakingRunCode(t *testing.T) {
 	if n := strings.Count(sum, "FAIL [SESSION-1] "+causeLeak); n != 1 {
 		t.Errorf("the leak group appears %d times in the summary, want once:\n%s", n, sum)
 	}
-	detail := regexp.MustCompile(`(?m)^\s+exec\.run-code-default-python: the spec's sessions created 1 sandbox and killed 0; 1 still running .* after every session closed: ([0-9a-z]{12,}) \(appeared during run_code, call 1 of session 1\)`)
+	detail := regexp.MustCompile(`(?m)^\s+exec\.run-code-default-python: the spec's sessions created 1 sandbox; 0 destroyed, 1 still running .* after every session closed: ([0-9a-z]{12,}) \(appeared during run_code, call 1 of session 1\)`)
 	if !detail.MatchString(sum) {
 		t.Errorf("no leak line for exec.run-code-default-python with the sandbox's ID and its creating call:\n%s", sum)
 	}
