@@ -51,7 +51,7 @@ func (tc *TestContext) diagnose() {
 	}
 	if st, ok := tc.run.target.(*stdioTarget); ok {
 		if line := st.nonJSON(); line != "" {
-			ginkgo.AddReportEntry(causeEntry, nonJSONError(line, errNonJSON).Error(), ginkgo.ReportEntryVisibilityNever)
+			ginkgo.AddReportEntry(causeEntry, nonJSONText(line), ginkgo.ReportEntryVisibilityNever)
 			return
 		}
 	}
@@ -62,10 +62,6 @@ func (tc *TestContext) diagnose() {
 		ginkgo.AddReportEntry(causeEntry, causeNotReached, ginkgo.ReportEntryVisibilityNever)
 	}
 }
-
-// errNonJSON stands for the decoder's error in a diagnosis, which quotes
-// the line instead.
-var errNonJSON = fmt.Errorf("invalid JSON-RPC")
 
 // noteEnding counts how a session's server process ended.
 func (tc *TestContext) noteEnding(how string) {

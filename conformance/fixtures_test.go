@@ -161,6 +161,16 @@ func TestKitQuotesStdoutLog(t *testing.T) {
 	if ids := failedSpecs(sum); len(ids) != 0 {
 		t.Errorf("the run error is blamed on specs %v", ids)
 	}
+
+	// A line written during a call: every spec it broke is listed once,
+	// under the quoted line.
+	out = conformOutput(t, bins["sandboxkit"], bins["stdoutlogger"], "-on-call")
+	sum = summaryOf(out)
+	t.Logf("kit output for the fixture logging on each call: %d lines; summary:\n%s", strings.Count(out, "\n"), sum)
+	group := regexp.MustCompile("(?m)^  FAIL the server wrote a non-JSON line to stdout: `info: listing sandboxes`\\. .*\n\\s+(\\d+) specs?: .*delegation\\.list-delegates")
+	if strings.Count(sum, "non-JSON line") != 1 || !group.MatchString(sum) {
+		t.Errorf("the summary does not group the specs the stdout line broke under it, once:\n%s", sum)
+	}
 }
 
 // TestStdoutSniffer checks which stdout lines count as non-JSON.

@@ -214,12 +214,18 @@ func (s *stdoutSniffer) nonJSON() string {
 	return s.bad
 }
 
-// nonJSONError is the run error for a server that wrote a non-JSON line
-// to stdout; it names the line and what to do.
-func nonJSONError(line string, err error) error {
+// nonJSONText says that the server wrote a non-JSON line to stdout,
+// quoting it, and what to do.
+func nonJSONText(line string) string {
 	if len(line) >= maxQuoted {
 		line += "…"
 	}
-	return fmt.Errorf("the server wrote a non-JSON line to stdout: `%s`. A stdio MCP server's stdout carries only JSON-RPC messages, "+
-		"so no client can talk to it: write logs to stderr (console.error, not console.log) (%w)", line, err)
+	return fmt.Sprintf("the server wrote a non-JSON line to stdout: `%s`. A stdio MCP server's stdout carries only JSON-RPC messages, "+
+		"so no client can talk to it: write logs to stderr (console.error, not console.log)", line)
+}
+
+// nonJSONError is the run error for a server that wrote a non-JSON line
+// to stdout, wrapping the decoder's error.
+func nonJSONError(line string, err error) error {
+	return fmt.Errorf("%s (%w)", nonJSONText(line), err)
 }
