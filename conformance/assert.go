@@ -145,3 +145,13 @@ func (tc *TestContext) forReport(s string) string {
 	}
 	return s
 }
+
+// argsText writes a call's arguments as the JSON the kit sent, for a
+// failure message (a Go map would print as map[k:v]).
+func argsText(args any) string {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return fmt.Sprint(args)
+	}
+	return string(b)
+}

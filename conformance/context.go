@@ -47,6 +47,18 @@ type TestContext struct {
 	// findings are the run findings this spec has met ("RULE tool"), not
 	// yet in its report.
 	findings map[string]bool
+	// fakeCreated names, by sandbox ID, the tool call during which each
+	// sandbox appeared at the fake (fake mode), for the leak check.
+	fakeCreated map[string]string
+	// survivors are the sandboxes the spec means to outlive its sessions,
+	// with the reason (see Survives).
+	survivors map[string]string
+	// endings counts how the server processes of the spec's sessions
+	// ended, by [processEnding] (stdio targets).
+	endings map[string]int
+	// failedCalls counts the spec's calls that failed as unreachable
+	// provider calls do (for diagnose).
+	failedCalls int
 }
 
 // createdSandbox is a sandbox the spec's calls (or the kit, for the spec)
@@ -84,6 +96,7 @@ type Session struct {
 	// the session last created: the kit names it in calls without
 	// sandbox_id. Under mu.
 	kitDefault string
+	calls      int
 }
 
 // Kind tells how the server is reached.
@@ -166,8 +179,20 @@ func (s *Session) call(ctx context.Context, tool string, args json.RawMessage, p
 	defer cancel()
 	adapter := s.tc.Config.adapter(tool)
 	sent := adapter.adaptArgs(args)
+	s.mu.Lock()
+	s.calls++
+	call := s.calls
+	s.mu.Unlock()
+	var live map[string]bool
+	if s.tc.Fake != nil {
+		live = s.tc.liveIDs()
+	}
 	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: sent})
+	if s.tc.Fake != nil {
+		s.tc.noteAppeared(live, tool, s.n, call)
+	}
 	r := newResult(tool, res, err)
+	s.tc.noteCall(r)
 	// TOOLS-5, on every result of every spec: would the official clients
 	// hand this result to their caller, or throw? Checked on the result as
 	// it arrived, before the adapter reads it.
@@ -197,6 +222,9 @@ func (s *Session) call(ctx context.Context, tool string, args json.RawMessage, p
 func (s *Session) Close(ctx context.Context) error {
 	s.once.Do(func() {
 		s.closed = s.conn.cs.Close()
+		if s.conn.ending != nil {
+			s.tc.noteEnding(s.conn.ending())
+		}
 		if s.conn.ended != nil {
 			wctx, cancel := context.WithTimeout(ctx, s.tc.Config.settle())
 			defer cancel()
@@ -229,8 +257,11 @@ func (tc *TestContext) finish(ctx context.Context) {
 		return
 	}
 	tc.closeSessions(ctx)
-	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return tc.Fake.LiveCount() == tc.seeded() })
+	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return len(tc.leftBehind()) == 0 })
 	tc.run.rec.specDone(tc)
+	tc.reportEndings()
+	tc.diagnose()
+	tc.checkLeaks(tc.Config.SettleTimeout)
 }
 
 // closeSessions closes every session the spec opened.

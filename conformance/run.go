@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -109,7 +108,13 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 		}
 	}
 	gomega.RegisterFailHandler(fail)
-	describe(cfg, rec, opts.Claim)
+	var banner io.Writer
+	if opts.Claim == nil {
+		// A process of a parallel run leaves the banner to its parent,
+		// which prints it once from the merged report (WriteBanner).
+		banner = summary
+	}
+	describe(cfg, rec, opts.Claim, banner)
 	outcome := false // set by the report, which every run that is not a dry run writes
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
 		if opts.DryRun {
@@ -192,17 +197,18 @@ type outcomeT struct{ failed bool }
 // Fail records that a spec failed.
 func (t *outcomeT) Fail() { t.failed = true }
 
-// WriteSummary prints passed/failed/skipped per family and one line per
-// failure with its spec ID, rules and reason.
+// WriteSummary prints passed/failed/skipped per family, the failures
+// grouped by first cause (one line for a cause that one spec met, the
+// cause and the specs it affected for one that several met), why specs
+// were skipped, and how the server processes the kit started ended.
 func WriteSummary(w io.Writer, r ginkgo.Report) {
 	type counts struct{ passed, failed, skipped int }
 	byFamily := map[Family]*counts{}
-	var failures []string
 	for _, sr := range r.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			continue
 		}
-		fam, id, rules := classify(sr.Labels())
+		fam, _, _ := classify(sr.Labels())
 		c := byFamily[fam]
 		if c == nil {
 			c = &counts{}
@@ -215,11 +221,6 @@ func WriteSummary(w io.Writer, r ginkgo.Report) {
 			c.skipped++
 		case sr.State.Is(types.SpecStateFailureStates):
 			c.failed++
-			reason := strings.TrimSpace(sr.Failure.Message)
-			if i := strings.IndexByte(reason, '\n'); i >= 0 {
-				reason = reason[:i]
-			}
-			failures = append(failures, fmt.Sprintf("  FAIL %s [%s] %s", id, strings.Join(rules, " "), truncate(reason, 200)))
 		}
 	}
 	fmt.Fprintln(w, "\nsandboxkit conformance summary")
@@ -234,10 +235,9 @@ func WriteSummary(w io.Writer, r ginkgo.Report) {
 		total.failed += c.failed
 		total.skipped += c.skipped
 	}
-	sort.Strings(failures)
-	for _, f := range failures {
-		fmt.Fprintln(w, f)
-	}
+	writeFailures(w, r)
+	writeSkips(w, r)
+	writeEndings(w, r)
 	writeCoverage(w, r)
 	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
 }

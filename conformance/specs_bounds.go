@@ -254,7 +254,7 @@ func boundsAccept(ctx context.Context, tc *TestContext, s *Session, tool string,
 	ginkgo.GinkgoHelper()
 	for _, a := range argSets {
 		r := s.Call(ctx, tool, a)
-		gomega.Expect(r.IsError).To(gomega.BeFalse(), "%s %v: a valid edge was rejected: %s", tool, a, truncate(r.JSON, 300))
+		gomega.Expect(r.IsError).To(gomega.BeFalse(), "%s %s: a valid edge was rejected: %s", tool, argsText(a), truncate(r.JSON, 300))
 		tc.ExpectSuccess(r)
 	}
 }

@@ -109,15 +109,15 @@ func cloudSetTimeoutMovesEnd(ctx context.Context, tc *TestContext) {
 		after := time.Now()
 		tc.ExpectSuccess(res)
 		gomega.Expect(res.Structured).To(gomega.Equal(map[string]any{"success": true, "sandbox_id": id, "timeout": float64(st.timeout)}),
-			"set_sandbox_timeout %v: the result (TIMEOUT-7)", args)
+			"set_sandbox_timeout %s: the result (TIMEOUT-7)", argsText(args))
 		in := cloudMustExist(ctx, tc, id, "the sandbox whose timeout was set")
 		gomega.Expect(in.EndAt).NotTo(gomega.BeNil(), "the platform reports no end time")
 		end := *in.EndAt
 		n := time.Duration(st.timeout) * time.Second
 		gomega.Expect(end).To(gomega.BeTemporally(">=", before.Add(n-cloudClockSkew)),
-			"set_sandbox_timeout %v: the platform's end time is far before the kit's now + %d s", args, st.timeout)
+			"set_sandbox_timeout %s: the platform's end time is far before the kit's now + %d s", argsText(args), st.timeout)
 		gomega.Expect(end).To(gomega.BeTemporally("<=", after.Add(n+cloudClockSkew)),
-			"set_sandbox_timeout %v: the platform's end time is far after the kit's now + %d s", args, st.timeout)
+			"set_sandbox_timeout %s: the platform's end time is far after the kit's now + %d s", argsText(args), st.timeout)
 		mid := before.Add(after.Sub(before) / 2)
 		if i > 0 {
 			want := prevEnd.Add(mid.Sub(prevMid)).Add(time.Duration(st.timeout-prevTimeout) * time.Second)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,8 +75,8 @@ func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
 			left = append(left, id)
 		}
 	}
-	gomega.Expect(gone).To(gomega.BeTrue(), "%v after SIGKILL and a restart with the same %s, the dead process's sandboxes %v still run (crash bound %v)",
-		time.Since(killed).Round(time.Millisecond), InstanceEnv, left, bound)
+	gomega.Expect(gone).To(gomega.BeTrue(), "%v after SIGKILL and a restart with the same %s, the dead process's sandboxes %s still run (crash bound %v)",
+		time.Since(killed).Round(time.Millisecond), InstanceEnv, strings.Join(left, ", "), bound)
 	ginkgo.AddReportEntry("SIGKILL to last orphan destroyed", time.Since(killed).Round(time.Millisecond).String())
 	lcExpectUntouched(tc, external, "after the restart's sweep")
 	// The new life works: it creates, and its sandbox is its own.

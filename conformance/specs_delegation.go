@@ -463,11 +463,11 @@ func specCreateOmitsResources(ctx context.Context, tc *TestContext) {
 		tc.Fake.Journal().Reset()
 		lcCreate(ctx, tc, s, args)
 		creates := tc.Fake.Journal().Calls(sandbox.OpCreateSandbox)
-		gomega.Expect(creates).To(gomega.HaveLen(1), "create_sandbox %v makes one POST /sandboxes", args)
+		gomega.Expect(creates).To(gomega.HaveLen(1), "create_sandbox %s makes one POST /sandboxes", argsText(args))
 		var body map[string]json.RawMessage
 		gomega.Expect(json.Unmarshal(creates[0].Body, &body)).To(gomega.Succeed(), "the create body is not a JSON object")
 		for _, k := range []string{"cpuCount", "memoryMB"} {
-			gomega.Expect(body).NotTo(gomega.HaveKey(k), "create_sandbox %v sent %s although the caller gave no resources", args, k)
+			gomega.Expect(body).NotTo(gomega.HaveKey(k), "create_sandbox %s sent %s although the caller gave no resources", argsText(args), k)
 		}
 	}
 }

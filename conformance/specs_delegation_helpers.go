@@ -187,8 +187,8 @@ func lcWaitGone(ctx context.Context, tc *TestContext, why string, ids ...string)
 				}
 			}
 		}
-		ginkgo.Fail(fmt.Sprintf("%s: sandboxes %v still exist %s later; their control-plane requests: %v",
-			why, left, tc.Config.SettleTimeout, reqs))
+		ginkgo.Fail(fmt.Sprintf("%s: sandboxes %s still exist %s later; their control-plane requests: %s",
+			why, strings.Join(left, ", "), tc.Config.SettleTimeout, strings.Join(reqs, "; ")))
 	}
 }
 

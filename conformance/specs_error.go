@@ -343,11 +343,22 @@ func (c *errsChecker) success(label string, r *Result) {
 // faultHit reports whether the call met the injected fault, and records a
 // problem when it did not: a fault the server's call never reached proves
 // nothing about how the server handles it, so the case cannot pass.
-func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op string) bool {
+//
+// When the call failed, its answer is quoted: it usually says why the
+// call never got as far (an argument the tool refuses), and the summary
+// groups the specs by that cause.
+func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op string, r *Result) bool {
 	if h.Hits() > 0 {
 		return true
 	}
-	c.addf("%s: the call made no %s request, so the fault was never exercised (the tool reached the provider another way, or not at all)", label, op)
+	answered := ""
+	switch {
+	case r.Err != nil:
+		answered = "; it failed with: " + errsOneLine(r.Err.Error())
+	case r.IsError:
+		answered = "; it answered: " + errsOneLine(r.Text)
+	}
+	c.addf("%s: the call made no %s request, so the fault was never exercised (the tool reached the provider another way, or not at all)%s", label, op, answered)
 	return false
 }
 
@@ -361,6 +372,12 @@ func (c *errsChecker) done() {
 
 // errsOneLine squeezes a Gomega failure message onto one line.
 func errsOneLine(s string) string {
+	// Gomega follows a description with a dump of the values ("Expected
+	// <map[string]interface {} | len:0>: ..."): the description says it
+	// in words.
+	if i := strings.Index(s, "\nExpected"); i > 0 {
+		s = s[:i]
+	}
 	return truncate(strings.Join(strings.Fields(s), " "), 300)
 }
 
@@ -373,7 +390,7 @@ func errsRunCase(env *errsEnv, c *errsChecker, m errsMode, f errsFault) {
 	r := env.s.Call(env.ctx, m.tool, args)
 	h.Clear()
 	label := m.name + " " + f.name
-	if !c.faultHit(label, h, m.op) {
+	if !c.faultHit(label, h, m.op, r) {
 		return
 	}
 	switch {

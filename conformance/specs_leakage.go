@@ -86,7 +86,7 @@ func (c *errsChecker) metadata(label string, m map[string]any, wantID string) {
 	}
 	sort.Strings(keys)
 	if strings.Join(keys, ",") != strings.Join(leakMetadataKeys, ",") {
-		c.addf("%s: metadata keys %v, want exactly %v", label, keys, leakMetadataKeys)
+		c.addf("%s: metadata keys %s, want exactly %s", label, strings.Join(keys, ", "), strings.Join(leakMetadataKeys, ", "))
 	}
 	for _, k := range []string{"started_at", "end_at"} {
 		switch v := m[k].(type) {
@@ -235,7 +235,7 @@ func leakageSpecs() []Spec {
 						r := env.s.Call(ctx, m.tool, args)
 						h.Clear()
 						label := m.name + " " + k.f.name
-						c.faultHit(label, h, m.op)
+						c.faultHit(label, h, m.op, r)
 						if !(k.f.malformed && m.content) {
 							// (A download's body is the file: a malformed one is content.)
 							c.noLeak(label, r.JSON, leakRawMsg, leakRawHost)

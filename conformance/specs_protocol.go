@@ -29,7 +29,7 @@ func protocolSpecs() []Spec {
 					gomega.Expect(names).NotTo(gomega.HaveKey(t.Name), "tool %s listed twice", t.Name)
 					names[t.Name] = t
 				}
-				gomega.Expect(tools).To(gomega.HaveLen(len(ContractTools())), "the server lists exactly the contract's tools")
+				gomega.Expect(tools).To(gomega.HaveLen(len(ContractTools())), "the server lists %d tools; the contract has %d and the server must list exactly those", len(tools), len(ContractTools()))
 				for _, contract := range ContractTools() {
 					t := names[tc.Config.toolName(contract)]
 					gomega.Expect(t).NotTo(gomega.BeNil(), "tool %s is missing", contract)
@@ -93,7 +93,9 @@ func protocolSpecs() []Spec {
 				gomega.Expect(err).NotTo(gomega.HaveOccurred(), "a client offering 2026-07-28 must still get a session")
 				ir := s.MCP().InitializeResult()
 				gomega.Expect(ir).NotTo(gomega.BeNil(), "no initialize result: the server accepted the sessionless protocol")
-				gomega.Expect(withSessions).To(gomega.ContainElement(ir.ProtocolVersion))
+				gomega.Expect(withSessions).To(gomega.ContainElement(ir.ProtocolVersion),
+					"offered 2026-07-28 (a version without sessions), the server answered %q, which is not a protocol version with sessions (%s)",
+					ir.ProtocolVersion, strings.Join(withSessions, ", "))
 			},
 		},
 	}

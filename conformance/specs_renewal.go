@@ -122,7 +122,7 @@ func specSetTimeoutResult(ctx context.Context, tc *TestContext) {
 	} {
 		r := tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", c.args))
 		gomega.Expect(r.Structured).To(gomega.Equal(map[string]any{"success": true, "sandbox_id": c.id, "timeout": c.n}),
-			"set_sandbox_timeout %v: the result", c.args)
+			"set_sandbox_timeout %s: the result", argsText(c.args))
 	}
 }
 

@@ -3,12 +3,12 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/onsi/ginkgo/v2"
-	"github.com/onsi/gomega"
 )
 
 // runState is what lives for one run of the kit: the fake hub (or, in
@@ -24,6 +24,8 @@ type runState struct {
 	// clients checks every result as the official clients read it (TOOLS-5).
 	clients clientCheck
 	rec     *recorder
+	// advertised is every tool name the server listed, in its order.
+	advertised []string
 }
 
 func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
@@ -97,6 +99,7 @@ func (r *runState) discover(ctx context.Context) error {
 			return fmt.Errorf("conformance: tools/list: %w", err)
 		}
 		byName[tool.Name] = tool
+		r.advertised = append(r.advertised, tool.Name)
 	}
 	r.tools = map[string]*mcp.Tool{}
 	for _, name := range ContractTools() {
@@ -140,18 +143,30 @@ func (r *runState) newTestContext(spec Spec) *TestContext {
 // the kit in another Ginkgo suite: call it at the top level of a test file
 // (var _ = conformance.Describe(cfg)). cfg is read when the specs run.
 // Evidence bundles need [RunWith].
-func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil) }
+func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil, nil) }
 
 // describe registers the specs; claim, when not nil, decides as each spec's
-// turn comes whether this process runs it (see RunOptions.Claim).
-func describe(cfg *Config, rec *recorder, claim func(string) bool) bool {
+// turn comes whether this process runs it (see RunOptions.Claim). The
+// run's banner is recorded in the report of the spec that starts the run
+// and, when banner is not nil, printed there as soon as the server's tools
+// are known.
+func describe(cfg *Config, rec *recorder, claim func(string) bool, banner io.Writer) bool {
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
 			var err error
 			run, err = startRun(ctx, cfg, rec)
-			gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start the conformance run")
+			if err != nil {
+				// A run error, not a rule's failure: the summary prints it
+				// as such (writeFailures).
+				ginkgo.Fail(fmt.Sprintf("%s: %v", runErrorPrefix, err))
+			}
 			ginkgo.DeferCleanup(run.stop)
+			text := run.banner(run.advertised)
+			ginkgo.AddReportEntry(bannerEntry, text, ginkgo.ReportEntryVisibilityNever)
+			if banner != nil {
+				fmt.Fprint(banner, text)
+			}
 		}, ginkgo.NodeTimeout(2*time.Minute))
 
 		for _, family := range Families() {

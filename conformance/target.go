@@ -33,6 +33,9 @@ type clientConn struct {
 	// ended, when not nil, waits until the server has finished with the
 	// session (its close-time cleanup included).
 	ended func(ctx context.Context) error
+	// ending, when not nil, says after the session's Close how the server's
+	// process ended: one of the processEnding values (stdio targets).
+	ending func() string
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"sync"
 	"syscall"
 	"time"
 
@@ -20,6 +21,9 @@ type stdioTarget struct {
 	// passes through).
 	env []string
 	log lockedBuffer
+
+	mu   sync.Mutex
+	last *stdioTransport // the transport of the process started last
 }
 
 func (t *stdioTarget) start(ctx context.Context) error {
@@ -37,28 +41,47 @@ func (t *stdioTarget) command() *exec.Cmd {
 }
 
 func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn, error) {
-	cs, _, err := t.startSession(ctx, version)
+	cs, _, tr, err := t.startSession(ctx, version)
 	if err != nil {
 		return nil, err
 	}
-	// CommandTransport's Close waits for the process to exit, and a stdio
+	// The transport's Close waits for the process to exit, and a stdio
 	// server finishes its cleanup before it exits: closing is the end.
-	return &clientConn{cs: cs}, nil
+	return &clientConn{cs: cs, ending: tr.ended}, nil
 }
 
-// startSession starts the server command and opens its one session.
-func (t *stdioTarget) startSession(ctx context.Context, version string) (*mcp.ClientSession, *exec.Cmd, error) {
+// startSession starts the server command and opens its one session. A
+// server that wrote a non-JSON line to stdout gets an error that quotes
+// the line, not the JSON decoder's.
+func (t *stdioTarget) startSession(ctx context.Context, version string) (*mcp.ClientSession, *exec.Cmd, *stdioTransport, error) {
 	cmd := t.command()
-	transport := &mcp.CommandTransport{Command: cmd, TerminateDuration: t.terminate()}
-	cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	tr := &stdioTransport{cmd: cmd, terminate: t.terminate(), sniff: newStdoutSniffer()}
+	t.mu.Lock()
+	t.last = tr
+	t.mu.Unlock()
+	cs, err := newClient().Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		if cmd.Process != nil {
 			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
 		}
-		return nil, nil, fmt.Errorf("conformance: start stdio server: %w", err)
+		if line := tr.sniff.nonJSON(); line != "" {
+			return nil, nil, nil, fmt.Errorf("conformance: start stdio server: %w", nonJSONError(line, err))
+		}
+		return nil, nil, nil, fmt.Errorf("conformance: start stdio server: %w", err)
 	}
-	return cs, cmd, nil
+	return cs, cmd, tr, nil
+}
+
+// nonJSON returns the first non-JSON line on stdout of the server process
+// started last, or "".
+func (t *stdioTarget) nonJSON() string {
+	t.mu.Lock()
+	tr := t.last
+	t.mu.Unlock()
+	if tr == nil {
+		return ""
+	}
+	return tr.sniff.nonJSON()
 }
 
 // connectShutdown starts the server command for one session and returns the
@@ -66,7 +89,7 @@ func (t *stdioTarget) startSession(ctx context.Context, version string) (*mcp.Cl
 // end of its input, and the wait for it to exit (killed after the
 // terminate duration).
 func (t *stdioTarget) connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error) {
-	cs, cmd, err := t.startSession(ctx, version)
+	cs, cmd, _, err := t.startSession(ctx, version)
 	if err != nil {
 		return nil, nil, err
 	}

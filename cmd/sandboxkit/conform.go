@@ -79,6 +79,15 @@ cannot split use one process: --cloud, --evidence-dir, --dry-run,
 --server-url (one server for every process), a fixed --fake-addr or
 --fake-api-key. --procs 1 runs every spec in turn in this process.
 
+Output: the run opens with the tools found, mapped (--tool-map) and missing,
+and closes with the summary: failures grouped by first cause (a cause several
+specs share is printed once, with the specs), why specs were skipped, and how
+the stdio server's processes ended (exited on EOF, needed SIGTERM, killed).
+Against the fake every spec ends with a leak check that needs no tool names:
+a sandbox the spec's sessions created that still runs after they closed and
+the settle time fails the spec once as SESSION-1, with its ID and the call
+during which it appeared.
+
 The crash spec (cleanup.crash-restart-sweeps) runs only for a stdio server
 command: the kit starts it with SANDBOXKIT_INSTANCE set, makes it own two
 sandboxes, kills it with SIGKILL, starts it again with the same variable and

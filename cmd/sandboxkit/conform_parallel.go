@@ -130,6 +130,7 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	wg.Wait()
 	stdout := cmd.OutOrStdout()
 	merged, ok := mergeReports(results, time.Since(start))
+	conformance.WriteBanner(stdout, merged)
 	for i, r := range results {
 		fmt.Fprintf(stdout, "--- process %d of %d\n", i+1, procs)
 		_, _ = io.Copy(stdout, &r.out)

@@ -1,0 +1,138 @@
+package conformance
+
+import (
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// The leak check (SESSION-1) needs no tool names: in fake mode, after the
+// spec's sessions are closed and the settle time has passed, every
+// sandbox still running that the spec did not plant itself was left
+// behind by the server. It runs for every spec, whatever tools the server
+// offers, and fails the spec once, with each survivor's ID and the tool
+// call during which it appeared.
+
+// causeEntry is the name of the report entry that states a failure's first
+// cause, so that the summary groups the failures that share it (see
+// [WriteSummary]); its value is a one-line cause.
+const causeEntry = "sandboxkit cause"
+
+// causeLeak is the cause of every leak-check failure.
+const causeLeak = "SESSION-1: the server leaves sandboxes running after its sessions close"
+
+// liveIDs returns the IDs of the sandboxes live at the spec's fake now.
+func (tc *TestContext) liveIDs() map[string]bool {
+	ids := map[string]bool{}
+	for _, rec := range tc.Fake.LiveSandboxes() {
+		ids[rec.ID] = true
+	}
+	return ids
+}
+
+// noteAppeared attributes the sandboxes that appeared at the fake during a
+// tool call to that call (fake mode): before is the live set when the call
+// began. A sandbox that two overlapping calls could have created keeps the
+// first.
+func (tc *TestContext) noteAppeared(before map[string]bool, tool string, session, call int) {
+	after := tc.liveIDs()
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	for id := range after {
+		if before[id] {
+			continue
+		}
+		if tc.fakeCreated == nil {
+			tc.fakeCreated = map[string]string{}
+		}
+		if _, ok := tc.fakeCreated[id]; !ok {
+			tc.fakeCreated[id] = fmt.Sprintf("%s, call %d of session %d", tc.Config.toolName(tool), call, session)
+		}
+	}
+}
+
+// Survives declares that sandbox id is meant to outlive the spec's
+// sessions, with the reason (for example, every destroy of it was refused
+// with 401): the leak check leaves it out. It is how a spec accounts for
+// the survivors it causes deliberately; the check itself is never turned
+// off.
+func (tc *TestContext) Survives(id, reason string) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if tc.survivors == nil {
+		tc.survivors = map[string]string{}
+	}
+	tc.survivors[id] = reason
+}
+
+// leftBehind returns the sandboxes live at the fake now that the spec
+// neither planted (Seed) nor declared a survivor, sorted.
+func (tc *TestContext) leftBehind() []string {
+	tc.mu.Lock()
+	survivors := tc.survivors
+	tc.mu.Unlock()
+	var ids []string
+	for _, rec := range tc.Fake.LiveSandboxes() {
+		if rec.Metadata[seedMarker] == "1" {
+			continue
+		}
+		if _, ok := survivors[rec.ID]; ok {
+			continue
+		}
+		ids = append(ids, rec.ID)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// checkLeaks fails the spec when sandboxes it did not plant still run
+// after every session closed and grace passed (SESSION-1). Only in fake
+// mode: cloud mode tracks and destroys what each spec created instead.
+func (tc *TestContext) checkLeaks(grace time.Duration) {
+	left := tc.leftBehind()
+	if len(left) == 0 {
+		return
+	}
+	// Created counts the successful creates in the journal, or, when the
+	// spec reset the journal, the sandboxes seen to appear during its calls
+	// and those still running, whichever is more.
+	created := 0
+	for _, e := range tc.Fake.Journal().Entries() {
+		if (e.Op == sandbox.OpCreateSandbox || e.Op == sandbox.RouteCreateSandboxV2) && e.Status == http.StatusCreated {
+			created++
+		}
+	}
+	tc.mu.Lock()
+	appeared := map[string]bool{}
+	for id := range tc.fakeCreated {
+		appeared[id] = true
+	}
+	var each []string
+	for _, id := range left {
+		appeared[id] = true
+		from := tc.fakeCreated[id]
+		if from == "" {
+			from = "outside any tool call of the spec"
+		}
+		each = append(each, fmt.Sprintf("%s (appeared during %s)", id, from))
+	}
+	tc.mu.Unlock()
+	created = max(created, len(appeared))
+	ginkgo.Fail(fmt.Sprintf("%s: the spec's sessions created %s; %d destroyed, %d still running %v after every session closed: %s. "+
+		"A session's sandboxes must be destroyed when it closes (stdin EOF for a stdio server)",
+		leakPrefix, plural(created, "sandbox", "sandboxes"), created-len(left), len(left), grace, strings.Join(each, "; ")))
+}
+
+// plural writes n with the word's singular or plural form.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}

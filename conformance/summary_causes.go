@@ -1,0 +1,358 @@
+package conformance
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+)
+
+// bannerEntry is the report entry holding the run's banner, so that a
+// parallel run's parent prints it once from the merged report.
+const bannerEntry = "sandboxkit banner"
+
+// banner describes what the kit found: the server, the contract tools it
+// advertises (and under which name, when the tool map renames them), the
+// contract tools it lacks and the tools the contract does not know.
+func (r *runState) banner(all []string) string {
+	var b strings.Builder
+	name := "the server"
+	if r.server != nil {
+		name = fmt.Sprintf("%s %s", r.server.Name, r.server.Version)
+	}
+	fmt.Fprintf(&b, "sandboxkit conformance %s: %s (%s)\n", Version, name, r.cfg.Kind())
+	var found, mapped, missing []string
+	for _, c := range ContractTools() {
+		switch n := r.cfg.toolName(c); {
+		case r.tools[c] == nil:
+			missing = append(missing, c)
+		case n != c:
+			mapped = append(mapped, c+" = "+n)
+		default:
+			found = append(found, c)
+		}
+	}
+	known := map[string]bool{}
+	for _, c := range ContractTools() {
+		known[r.cfg.toolName(c)] = true
+	}
+	var other []string
+	for _, n := range all {
+		if !known[n] {
+			other = append(other, n)
+		}
+	}
+	line := func(label string, names []string) {
+		if len(names) == 0 {
+			fmt.Fprintf(&b, "  %-8s none\n", label)
+			return
+		}
+		fmt.Fprintf(&b, "  %-8s %d: %s\n", label, len(names), strings.Join(names, ", "))
+	}
+	line("found", found)
+	line("mapped", mapped)
+	line("missing", missing)
+	if len(other) > 0 {
+		line("unknown", other)
+	}
+	if len(missing) > 0 {
+		b.WriteString("  specs that need a missing tool are skipped (with --require-all they fail)\n")
+	}
+	return b.String()
+}
+
+// WriteBanner prints the banner a run recorded in its report (the tools
+// found, mapped and missing), for a report merged from several processes;
+// it prints nothing when the report has none.
+func WriteBanner(w io.Writer, r ginkgo.Report) {
+	for _, sr := range r.SpecReports {
+		for _, e := range sr.ReportEntries {
+			if e.Name == bannerEntry {
+				fmt.Fprint(w, e.Value.String())
+				return
+			}
+		}
+	}
+}
+
+// runErrorPrefix begins the failure of a run that could not start (the
+// server could not be reached or spoke no MCP).
+const runErrorPrefix = "the run could not start"
+
+// leakPrefix begins every leak-check failure message (see checkLeaks).
+const leakPrefix = "SESSION-1: sandboxes left running"
+
+// failureGroup is failures that share a first cause.
+type failureGroup struct {
+	cause string
+	rules []string
+	specs []string
+	// details holds one line per spec where each spec's message says more
+	// than the cause (the leak check's IDs).
+	details []string
+}
+
+var (
+	longToken = regexp.MustCompile(`\b[0-9a-zA-Z_-]*[0-9][0-9a-zA-Z_-]{11,}\b`)
+	number    = regexp.MustCompile(`\d+`)
+)
+
+// causeKey reduces a failure's first line to what specs with the same
+// cause share: IDs and numbers do not count.
+func causeKey(line string) string {
+	return number.ReplaceAllString(longToken.ReplaceAllString(line, "<id>"), "N")
+}
+
+// knownCause is a first cause the summary recognises in any spec's
+// failure message, with what it says instead.
+type knownCause struct {
+	re   *regexp.Regexp
+	text func(m []string) string
+}
+
+// knownCauses are causes that show through many specs' messages: a tool's
+// input schema that refuses an argument the contract gives it, a result
+// without structuredContent (TOOLS-3).
+func knownCauses() []knownCause {
+	tools := strings.Join(ContractTools(), "|")
+	return []knownCause{
+		{regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), func(m []string) string {
+			return fmt.Sprintf("%s's input schema refuses the argument(s) %s that the contract gives it (unexpected additional properties): "+
+				"the tool takes other argument names (map them with --tool-map) or lacks the arguments", m[1], sortedFields(strings.ReplaceAll(m[2], `"`, "")))
+		}},
+		{regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), func(m []string) string {
+			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
+		}},
+	}
+}
+
+// sortedFields returns s's space-separated words sorted, joined by ", ".
+func sortedFields(s string) string {
+	f := strings.Fields(s)
+	slices.Sort(f)
+	return strings.Join(f, ", ")
+}
+
+// kitBait reports whether a known cause's match names only arguments the
+// kit sends to be refused (unknown arguments, "zq_" names): their refusal
+// is what the spec asks for, not a cause.
+func kitBait(m []string) bool {
+	if len(m) < 3 {
+		return false
+	}
+	for _, a := range strings.Fields(m[2]) {
+		if !strings.HasPrefix(strings.Trim(a, `"`), "zq_") {
+			return false
+		}
+	}
+	return true
+}
+
+// firstCause returns the key and the words of a failure message's first
+// cause: a known cause in any of its lines (a message of several problems
+// lists one a line), else its first problem line, grouped with the lines
+// that differ from it only in IDs and numbers.
+func firstCause(msg string) (key, cause string) {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	for _, kc := range knownCauses() {
+		for _, l := range lines {
+			if m := kc.re.FindStringSubmatch(l); m != nil && !kitBait(m) {
+				text := kc.text(m)
+				return "known:" + text, text
+			}
+		}
+	}
+	first := strings.TrimSpace(lines[0])
+	if strings.HasSuffix(first, ":") && len(lines) > 1 {
+		// "N problem(s):" heads a list: the first problem is the cause.
+		first = strings.TrimSpace(lines[1])
+	}
+	// A problem line names its call first ("run_code(external) reset: ..."):
+	// the same problem of another call is the same cause.
+	key = first
+	if _, rest, ok := strings.Cut(first, ": "); ok {
+		key = rest
+	}
+	return "msg:" + causeKey(key), first
+}
+
+// firstLine is the first line of a failure message, trimmed.
+func firstLine(msg string) string {
+	msg = strings.TrimSpace(msg)
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	return strings.TrimSpace(msg)
+}
+
+// entryValue returns the value of the spec's first report entry named
+// name, or "".
+func entryValue(sr types.SpecReport, name string) string {
+	for _, e := range sr.ReportEntries {
+		if e.Name == name {
+			return e.Value.String()
+		}
+	}
+	return ""
+}
+
+// writeFailures prints the failed specs grouped by first cause: a cause
+// the kit diagnosed (see diagnose), the leak check, or else the same first
+// line once IDs and numbers are left out. A group of one keeps the spec's
+// own line.
+func writeFailures(w io.Writer, r ginkgo.Report) {
+	groups := map[string]*failureGroup{}
+	var order []string
+	add := func(key, cause, id string, rules []string, detail string) {
+		g := groups[key]
+		if g == nil {
+			g = &failureGroup{cause: cause}
+			groups[key] = g
+			order = append(order, key)
+		}
+		g.specs = append(g.specs, id)
+		for _, rule := range rules {
+			if !slices.Contains(g.rules, rule) {
+				g.rules = append(g.rules, rule)
+			}
+		}
+		if detail != "" {
+			g.details = append(g.details, id+": "+detail)
+		}
+	}
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateFailureStates) {
+			continue
+		}
+		_, id, rules := classify(sr.Labels())
+		if strings.HasPrefix(sr.Failure.Message, runErrorPrefix) {
+			// The run never started: no spec ran, so no rule is to blame.
+			fmt.Fprintf(w, "  RUN ERROR %s\n", truncate(firstLine(strings.TrimPrefix(sr.Failure.Message, runErrorPrefix+": ")), 600))
+			continue
+		}
+		msgs := []string{sr.Failure.Message}
+		for _, af := range sr.AdditionalFailures {
+			msgs = append(msgs, af.Failure.Message)
+		}
+		primary := true
+		for _, msg := range msgs {
+			line := firstLine(msg)
+			switch {
+			case strings.HasPrefix(line, leakPrefix):
+				add("leak", causeLeak, id, []string{"SESSION-1"}, truncate(strings.TrimPrefix(line, leakPrefix+": "), 400))
+			case primary:
+				if cause := entryValue(sr, causeEntry); cause != "" {
+					add("cause:"+cause, cause, id, nil, "")
+				} else {
+					key, cause := firstCause(msg)
+					add(key, cause, id, rules, "")
+				}
+			}
+			primary = false
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(groups[order[i]].specs) > len(groups[order[j]].specs) })
+	for _, key := range order {
+		g := groups[key]
+		rules := ""
+		if len(g.rules) > 0 {
+			rules = "[" + strings.Join(g.rules, " ") + "] "
+		}
+		if len(g.specs) == 1 && len(g.details) == 0 && !strings.HasPrefix(key, "cause:") {
+			fmt.Fprintf(w, "  FAIL %s %s%s\n", g.specs[0], rules, truncate(g.cause, 300))
+			continue
+		}
+		cause := g.cause
+		if !strings.HasPrefix(key, "cause:") {
+			cause = truncate(cause, 600)
+		}
+		fmt.Fprintf(w, "  FAIL %s%s\n", rules, cause)
+		if len(g.details) > 0 {
+			for _, d := range g.details {
+				fmt.Fprintf(w, "       %s\n", d)
+			}
+			continue
+		}
+		fmt.Fprintf(w, "       %s: %s\n", plural(len(g.specs), "spec", "specs"), strings.Join(g.specs, ", "))
+	}
+}
+
+// writeSkips prints why specs were skipped, grouped by reason, leaving out
+// the specs another process of the run claimed.
+func writeSkips(w io.Writer, r ginkgo.Report) {
+	by := map[string][]string{}
+	var order []string
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateSkipped) {
+			continue
+		}
+		reason := firstLine(sr.Failure.Message)
+		if reason == ClaimedElsewhere {
+			continue
+		}
+		if reason == "" {
+			reason = "not selected (label filter, focus or skip)"
+		}
+		_, id, _ := classify(sr.Labels())
+		if by[reason] == nil {
+			order = append(order, reason)
+		}
+		by[reason] = append(by[reason], id)
+	}
+	if len(order) == 0 {
+		return
+	}
+	sort.SliceStable(order, func(i, j int) bool { return len(by[order[i]]) > len(by[order[j]]) })
+	fmt.Fprintln(w, "skipped:")
+	for _, reason := range order {
+		ids := by[reason]
+		list := strings.Join(ids, ", ")
+		if len(ids) > 6 {
+			list = strings.Join(ids[:6], ", ") + fmt.Sprintf(" and %d more", len(ids)-6)
+		}
+		fmt.Fprintf(w, "  SKIP %s: %s (%s)\n", truncate(reason, 200), plural(len(ids), "spec", "specs"), list)
+	}
+}
+
+// writeEndings prints how the server processes the kit started ended,
+// added up over every spec (stdio targets only).
+func writeEndings(w io.Writer, r ginkgo.Report) {
+	sum := map[string]int{}
+	total := 0
+	for _, sr := range r.SpecReports {
+		for _, e := range sr.ReportEntries {
+			if e.Name != endingsEntry {
+				continue
+			}
+			for _, part := range strings.Split(e.Value.String(), ";") {
+				how, n, ok := strings.Cut(part, "=")
+				if !ok {
+					continue
+				}
+				if k, err := strconv.Atoi(n); err == nil {
+					sum[how] += k
+					total += k
+				}
+			}
+		}
+	}
+	if total == 0 {
+		return
+	}
+	var parts []string
+	for _, how := range []string{endedOnEOF, endedOnSIGTERM, endedKilled, endedEarly} {
+		if sum[how] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", sum[how], how))
+		}
+	}
+	fmt.Fprintf(w, "server processes: %s closed by the kit: %s\n", plural(total, "session", "sessions"), strings.Join(parts, ", "))
+	if sum[endedOnSIGTERM]+sum[endedKilled] > 0 {
+		fmt.Fprintln(w, "  a stdio server must exit when its stdin ends (MCP stdio shutdown); one that needs a signal may skip its close-time cleanup")
+	}
+}
