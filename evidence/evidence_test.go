@@ -221,7 +221,7 @@ const (
 func TestRedactionByValueAndPattern(t *testing.T) {
 	b := sampleBundle(t, ModeCloud)
 	leaky := fmt.Sprintf(`{"content":[{"type":"text","text":"token %s, key %s, other %s"}],`+
-		`"structuredContent":{"envdAccessToken":"opaque-value-1","note":"Authorization: Bearer abcdefghijklmnopqrstuvwxyz","url":"https://user:pw1234@api.example.com/x","c":"canary-envd-0123456789abcdef01234567"}}`,
+		`"structuredContent":{"envdAccessToken":"opaque-value-1","note":"Authorization: Bearer abcdefghijklmnopqrstuvwxyz","url":"https://user:pw1234@api.example.com/x","c":"canary-envd-0123456789abcdef01234567","id":"iabc-canaryclient0123456789abcdef01234567"}}`,
 		strings.ToUpper(knownToken), knownKey, unknownKey)
 	b.Transcript = append(b.Transcript, Exchange{Spec: b.Results[0].ID, Seq: 2, Session: 1, Tool: "get_sandbox",
 		Arguments: json.RawMessage(`{}`), Result: json.RawMessage(leaky)})
@@ -229,7 +229,7 @@ func TestRedactionByValueAndPattern(t *testing.T) {
 	b.Results[0].Message = "saw " + knownKey
 	b.Results[0].State = "failed"
 	dir := write(t, b, NewRedactor(knownToken, knownKey))
-	secrets := []string{knownToken, knownKey, unknownKey, "opaque-value-1", "abcdefghijklmnopqrstuvwxyz", "pw1234", "canary-envd-0123456789abcdef01234567"}
+	secrets := []string{knownToken, knownKey, unknownKey, "opaque-value-1", "abcdefghijklmnopqrstuvwxyz", "pw1234", "canary-envd-0123456789abcdef01234567", "canaryclient0123456789abcdef01234567"}
 	for _, name := range append(bundleFiles, FileChecksums) {
 		data, _ := os.ReadFile(filepath.Join(dir, name))
 		lower := strings.ToLower(string(data))

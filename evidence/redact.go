@@ -46,9 +46,10 @@ var patterns = []pattern{
 		[]string{"accesstoken", "access_token", "apikey", "api_key", "clientid", "client_id", "password", "secret"}},
 	// URLs with user information.
 	{"url-credentials", regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.-]*://)[^/\s:@"'<>\[\]]+:[^/\s@"'<>\[\]]+@`), "${1}" + Redacted + "@", []string{"://"}},
-	// The fake provider's canaries ("canary-<kind>-<hex>"): a loopback run
-	// must not carry them into a bundle either.
-	{"fake-canary", regexp.MustCompile(`(?i)canary-[a-z]+-[0-9a-f]{8,}`), Redacted, []string{"canary-"}},
+	// The fake provider's canaries ("canary-<kind>-<hex>", and the dash-free
+	// "canary<kind><hex>" of client IDs): a loopback run must not carry them
+	// into a bundle either.
+	{"fake-canary", regexp.MustCompile(`(?i)canary-?[a-z]+-?[0-9a-f]{8,}`), Redacted, []string{"canary"}},
 	// Private keys.
 	{"private-key", regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), Redacted, []string{"private key-----"}},
 }

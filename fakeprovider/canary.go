@@ -42,6 +42,17 @@ func (b *canaryBook) issue(kind string) string {
 	return c
 }
 
+// issueCompact returns a new canary without dashes, "canary<kind><24 hex>",
+// and records it: for values a client splits on "-", as E2B SDK 1.x does
+// with the clientID it appends to sandbox IDs ("<id>-<clientID>").
+func (b *canaryBook) issueCompact(kind string) string {
+	c := "canary" + kind + randomHex(12)
+	b.mu.Lock()
+	b.issued = append(b.issued, c)
+	b.mu.Unlock()
+	return c
+}
+
 // all returns a copy of every canary issued so far.
 func (b *canaryBook) all() []string {
 	b.mu.Lock()
@@ -50,7 +61,8 @@ func (b *canaryBook) all() []string {
 }
 
 // Canaries returns every secret the fake has handed out so far: the API key
-// and each canary ("canary-<kind>-<hex>") planted in envdAccessToken,
+// and each canary ("canary-<kind>-<hex>", or "canary<kind><hex>" for
+// clientIDs, which carry no dash) planted in envdAccessToken,
 // trafficAccessToken and malformed bodies and, with [Options.Canaries], in
 // domain (the domain's first label), clientID, the [CanaryMetadataKey]
 // metadata entry, the [CanaryEnvVar] environment variable and error messages. A test scans any text for

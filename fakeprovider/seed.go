@@ -225,7 +225,9 @@ func (p *Provider) newRecord(id, alias string, tmpl Template, secure bool, metad
 		s.envdAccessToken = p.canaries.issue(canaryEnvdToken)
 	}
 	if p.canaryMode {
-		s.clientID = p.canaries.issue(canaryClientID)
+		// Dash-free, like the platform's own clientIDs (SDK 1.x joins
+		// "<sandboxID>-<clientID>" and splits it again).
+		s.clientID = p.canaries.issueCompact(canaryClientID)
 		s.domain = p.canaries.issue(canaryDomain) + "." + DomainSuffix
 		if s.metadata == nil {
 			s.metadata = make(map[string]string)

@@ -298,8 +298,8 @@ func TestProvider_CanaryModeOn(t *testing.T) {
 	f := newFixture(t, &fakeprovider.Options{Canaries: true})
 	sb := f.createV2(map[string]any{"templateID": "base", "metadata": map[string]string{"k": "v"}})
 	id := sb["sandboxID"].(string)
-	if c, _ := sb["clientID"].(string); !strings.HasPrefix(c, "canary-client-") {
-		t.Errorf("clientID %v", sb["clientID"])
+	if c, _ := sb["clientID"].(string); !strings.HasPrefix(c, "canaryclient") || strings.Contains(c, "-") {
+		t.Errorf("clientID %v: want a dash-free canary (SDK 1.x splits \"<id>-<clientID>\" on the dash)", sb["clientID"])
 	}
 	if d, _ := sb["domain"].(string); !strings.HasPrefix(d, "canary-domain-") {
 		t.Errorf("domain %v", sb["domain"])
