@@ -129,8 +129,9 @@
 // watch entries). What still differs, and why it stays:
 //
 //   - Edge answers follow the platform's proxy (502 {sandboxId, message,
-//     code}, plus port for a closed port), but the message carries the
-//     error canary suffix like every other message of the fake. A paused
+//     code}, plus port for a closed port); with [Options.Canaries] the
+//     message carries the error canary suffix like every other message of
+//     the fake. A paused
 //     sandbox gets "The sandbox was not found" (the fake never auto-resumes
 //     on traffic); a sandbox without a daemon gets "port is not open"; a
 //     browser User-Agent gets JSON, not the platform's HTML page. Only port

@@ -128,11 +128,14 @@ const (
 	msgEdgePortClosed      = "The sandbox is running but port is not open"
 )
 
-// writeEdgeError writes the edge's 502 body. The message carries the same
-// canary and URL suffix as every other error of the fake (see writeError).
+// writeEdgeError writes the edge's 502 body. With [Options.Canaries] the
+// message carries the same canary and URL suffix as every other error of
+// the fake (see writeError); without, it is the platform's text alone.
 func (p *Provider) writeEdgeError(w http.ResponseWriter, r *http.Request, id, msg string, port uint64) {
-	c := p.canaries.issue(canaryError)
-	msg = fmt.Sprintf("%s (request https://api.%s.%s%s ref %s)", msg, c, DomainSuffix, r.URL.Path, c)
+	if p.canaryMode {
+		c := p.canaries.issue(canaryError)
+		msg = fmt.Sprintf("%s (request https://api.%s.%s%s ref %s)", msg, c, DomainSuffix, r.URL.Path, c)
+	}
 	p.writeJSON(w, http.StatusBadGateway, edgeError{SandboxID: id, Message: msg, Port: port, Code: http.StatusBadGateway})
 }
 

@@ -18,7 +18,7 @@ import (
 
 func TestProvider_EnvdRouting(t *testing.T) {
 	ds := &daemons{}
-	f := newFixture(t, &fakeprovider.Options{NewDaemon: ds.new})
+	f := newFixture(t, &fakeprovider.Options{NewDaemon: ds.new, Canaries: true})
 	running := f.p.AddSandbox(fakeprovider.SandboxSeed{Secure: true})
 	paused := f.p.AddSandbox(fakeprovider.SandboxSeed{State: fakeprovider.StatePaused})
 	expiring := f.p.AddSandbox(fakeprovider.SandboxSeed{EndAt: t0.Add(time.Minute)})
@@ -117,7 +117,8 @@ func TestProvider_EnvdWithoutDaemon(t *testing.T) {
 
 // wantEdgeError checks the platform edge's 502 body (e2b-dev/infra
 // packages/shared/pkg/proxy/template/sandbox_not_found.go, port_closed.go):
-// {sandboxId, message, code} (+ port), the message carrying an issued canary.
+// {sandboxId, message, code} (+ port), the message carrying an issued canary
+// in canary mode and the platform's text alone otherwise.
 func wantEdgeError(t *testing.T, p *fakeprovider.Provider, res response, id, prefix string, port uint64) {
 	t.Helper()
 	if res.status != http.StatusBadGateway {
@@ -137,8 +138,12 @@ func wantEdgeError(t *testing.T, p *fakeprovider.Provider, res response, id, pre
 	if e.SandboxID != id || e.Code != 502 || e.Port != port || !strings.HasPrefix(e.Message, prefix) {
 		t.Errorf("edge body %+v, want sandboxId %q, code 502, port %d, message %q…", e, id, port, prefix)
 	}
-	if c, ok := p.FindCanary(e.Message); !ok || !strings.HasPrefix(c, "canary-err-") {
+	c, found := p.FindCanary(e.Message)
+	switch {
+	case p.CanaryMode() && (!found || !strings.HasPrefix(c, "canary-err-")):
 		t.Errorf("message %q carries no issued error canary", e.Message)
+	case !p.CanaryMode() && e.Message != prefix:
+		t.Errorf("message %q, want the platform's text %q alone (canaries off)", e.Message, prefix)
 	}
 }
 
