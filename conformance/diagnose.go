@@ -3,9 +3,14 @@ package conformance
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
 // Diagnoses name a failure's first cause in words, where the kit can see
@@ -58,10 +63,53 @@ func (tc *TestContext) diagnose() {
 	tc.mu.Lock()
 	failed := tc.failedCalls
 	tc.mu.Unlock()
-	if tc.Fake != nil && failed > 0 && tc.Fake.Journal().Len() == 0 {
+	if tc.Fake == nil {
+		return
+	}
+	if failed > 0 && tc.Fake.Journal().Len() == 0 {
 		ginkgo.AddReportEntry(causeEntry, causeNotReached, ginkgo.ReportEntryVisibilityNever)
+		return
+	}
+	if port := otherSandboxPort(tc.Fake.Journal().Entries()); port != "" {
+		ginkgo.AddReportEntry(causeEntry, otherPortText(port), ginkgo.ReportEntryVisibilityNever)
 	}
 }
+
+// otherSandboxPort returns the first sandbox port other than the daemon's
+// (49983) that a request in entries was addressed to, or "".
+func otherSandboxPort(entries []fakeprovider.Entry) string {
+	daemon := strconv.Itoa(sandbox.EnvdPort)
+	for _, e := range entries {
+		if !e.Envd {
+			continue
+		}
+		port := e.Header.Get(envdapi.SandboxPortHeader)
+		if port == "" {
+			host, _, _ := strings.Cut(e.Host, ".")
+			port, _, _ = strings.Cut(host, "-")
+		}
+		if port != "" && port != daemon && strings.Trim(port, "0123456789") == "" {
+			return port
+		}
+	}
+	return ""
+}
+
+// otherPortText says why calls to a sandbox port the fake does not serve
+// cannot be judged against it.
+func otherPortText(port string) string {
+	what := "a service inside the sandbox"
+	if port == codeInterpreterPort {
+		what = "the code interpreter's Jupyter server (@e2b/code-interpreter's runCode posts to /execute there)"
+	}
+	return fmt.Sprintf("not testable against the fake: the server called port %s of a sandbox, %s, which the fake does not serve "+
+		"(it answers 502 \"port is not open\", as the platform does for a closed port); only the daemon's port %d is served. "+
+		"Certify such calls in cloud mode (--cloud), or map the tool to one that runs code through commands", port, what, sandbox.EnvdPort)
+}
+
+// codeInterpreterPort is the port of the E2B code interpreter's Jupyter
+// server (e2b-dev/code-interpreter: JUPYTER_PORT 49999).
+const codeInterpreterPort = "49999"
 
 // noteEnding counts how a session's server process ended.
 func (tc *TestContext) noteEnding(how string) {
