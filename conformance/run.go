@@ -176,6 +176,10 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	// by WriteOutcome, which honours the baseline (expected failures) and
 	// the run's findings.
 	gt := &outcomeT{}
+	if !isTerminal(os.Stdout) {
+		// Escape codes only garble a log file or a CI page.
+		repCfg.NoColor = true
+	}
 	ok := ginkgo.RunSpecs(gt, "sandboxkit conformance", suiteCfg, repCfg)
 	if !opts.DryRun {
 		ok = outcome
@@ -262,4 +266,10 @@ func classify(labels []string) (Family, string, []string) {
 		}
 	}
 	return fam, id, rules
+}
+
+// isTerminal reports whether f is a character device (a terminal).
+func isTerminal(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
