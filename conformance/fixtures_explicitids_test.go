@@ -30,11 +30,7 @@ func TestExplicitIDFixture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a fixture server")
 	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "explicitids")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/fixtures/explicitids").CombinedOutput(); err != nil {
-		t.Fatalf("build the fixture: %v\n%s", err, out)
-	}
+	bin := buildFixtures(t, "./internal/fixtures/explicitids")["explicitids"]
 	run := func(baseline string) (string, bool) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestExplicitIDFixtureChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), fixtureEnv+"="+bin, "SANDBOXKIT_FIXTURE_BASELINE="+baseline)
@@ -71,7 +67,7 @@ func TestExplicitIDFixture(t *testing.T) {
 	for _, m := range failed {
 		b.WriteString(m[1] + ": a known gap of the fixture\n")
 	}
-	baseline := filepath.Join(dir, "baseline.yaml")
+	baseline := filepath.Join(t.TempDir(), "baseline.yaml")
 	if err := os.WriteFile(baseline, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
