@@ -108,26 +108,29 @@ func mainWithArgs(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var rep outcome
 	if *hostile {
-		hrep, err := runHostile(ctx, hc, stderr)
-		if err != nil {
-			fmt.Fprintln(stderr, "sandboxkit-soak:", err)
-			return 2
-		}
-		hrep.print(stdout)
-		if len(hrep.Failures) > 0 {
-			return 1
-		}
-		return 0
+		rep, err = runHostile(ctx, hc, stderr)
+	} else {
+		rep, err = run(ctx, cfg, stderr)
 	}
-	rep, err := run(ctx, cfg, stderr)
 	if err != nil {
 		fmt.Fprintln(stderr, "sandboxkit-soak:", err)
 		return 2
 	}
 	rep.print(stdout)
-	if len(rep.Failures) > 0 {
+	if rep.failed() {
 		return 1
 	}
 	return 0
 }
+
+// outcome is what a soak run or a hostile mix reports.
+type outcome interface {
+	print(w io.Writer)
+	// failed reports whether the run found a failure.
+	failed() bool
+}
+
+func (r *report) failed() bool        { return len(r.Failures) > 0 }
+func (r *hostileReport) failed() bool { return len(r.Failures) > 0 }
