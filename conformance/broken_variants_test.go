@@ -80,6 +80,12 @@ func brokenVariants() []brokenVariant {
 	}
 }
 
+// pretendNoContent is the 204 a variant answers itself for a request it
+// never sends to the provider.
+func pretendNoContent(r *http.Request) *http.Response {
+	return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}
+}
+
 // roundTripFunc adapts a function to http.RoundTripper.
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
@@ -334,7 +340,7 @@ func destroysExternalAtClose() *breakage {
 var skipsCleanup = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete {
-			return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+			return pretendNoContent(r), nil
 		}
 		return rt.RoundTrip(r)
 	})
@@ -493,7 +499,7 @@ func renewsOnlyOnSuccess() *breakage {
 				delete(failed, id)
 				mu.Unlock()
 				if skip {
-					return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+					return pretendNoContent(r), nil
 				}
 			}
 			return rt.RoundTrip(r)
@@ -601,7 +607,7 @@ func destroysOnce() *breakage {
 			skip := failed[id]
 			mu.Unlock()
 			if skip {
-				return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+				return pretendNoContent(r), nil
 			}
 			resp, err := rt.RoundTrip(r)
 			if err != nil || resp.StatusCode >= 400 {
@@ -675,7 +681,7 @@ func shutdownSkipsCleanup() *breakage {
 		transport: func(rt http.RoundTripper) http.RoundTripper {
 			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 				if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && down.Load() {
-					return &http.Response{StatusCode: http.StatusNoContent, Body: http.NoBody, Header: http.Header{}, Request: r}, nil
+					return pretendNoContent(r), nil
 				}
 				return rt.RoundTrip(r)
 			})
