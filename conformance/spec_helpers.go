@@ -24,3 +24,12 @@ func createSandbox(ctx context.Context, tc *TestContext, s *Session, args map[st
 	}
 	return id
 }
+
+// skipOrFail skips the spec, or fails it when the run requires every spec.
+func skipOrFail(tc *TestContext, msg string) {
+	ginkgo.GinkgoHelper()
+	if tc.Config.RequireAll {
+		ginkgo.Fail(msg)
+	}
+	ginkgo.Skip(msg)
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 )
 
@@ -30,15 +29,6 @@ func cleanupEndSpecs() []Spec {
 			Body: specShutdown,
 		},
 	}
-}
-
-// skipOrFail skips the spec, or fails it when the run requires every spec.
-func skipOrFail(tc *TestContext, msg string) {
-	ginkgo.GinkgoHelper()
-	if tc.Config.RequireAll {
-		ginkgo.Fail(msg)
-	}
-	ginkgo.Skip(msg)
 }
 
 func specIdleTimeout(ctx context.Context, tc *TestContext) {

@@ -225,11 +225,7 @@ func deadlineSpec(f deadlineFault) Spec {
 		Body: func(ctx context.Context, tc *TestContext) {
 			d, known := tc.Config.providerDeadline()
 			if !known {
-				msg := "the server's provider deadline is unknown: give it with --provider-deadline (Config.ProviderDeadline), as the server was started with"
-				if tc.Config.RequireAll {
-					ginkgo.Fail(msg)
-				}
-				ginkgo.Skip(msg)
+				skipOrFail(tc, "the server's provider deadline is unknown: give it with --provider-deadline (Config.ProviderDeadline), as the server was started with")
 			}
 			grace := deadlineGrace(d)
 			cases := deadlineSetup(ctx, tc, f)
