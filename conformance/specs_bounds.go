@@ -180,15 +180,23 @@ func boundsEnum(base map[string]any, field string, bad ...string) []boundsCase {
 	return append(cs, boundsValue(base, field, "number", boundsBaitInt), boundsValue(base, field, "null", nil))
 }
 
+// advertisedProps returns the properties of the input schema the server
+// advertises for a contract tool, and whether it advertises the tool with
+// properties at all.
+func advertisedProps(tc *TestContext, tool string) (map[string]any, bool) {
+	t := tc.Advertised(tool)
+	if t == nil {
+		return nil, false
+	}
+	props, ok := schemaMap(t.InputSchema)["properties"].(map[string]any)
+	return props, ok
+}
+
 // boundsAdvertisedMax returns the maximum the server advertises for a
 // tool's integer argument, or -1. The kit tests max+1 against it for the
 // bounds the contract leaves to the server ("capped").
 func boundsAdvertisedMax(tc *TestContext, tool, field string) int {
-	t := tc.Advertised(tool)
-	if t == nil {
-		return -1
-	}
-	props, _ := schemaMap(t.InputSchema)["properties"].(map[string]any)
+	props, _ := advertisedProps(tc, tool)
 	p, _ := props[field].(map[string]any)
 	if m, ok := p["maximum"].(float64); ok && m == math.Trunc(m) && m < 1<<52 {
 		return int(m)
@@ -201,11 +209,7 @@ func boundsAdvertisedMax(tc *TestContext, tool, field string) int {
 // the "unknown" cases, not a bound the tool has. A tool without an
 // advertised schema keeps every case.
 func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []boundsCase {
-	t := tc.Advertised(tool)
-	if t == nil {
-		return cases
-	}
-	props, ok := schemaMap(t.InputSchema)["properties"].(map[string]any)
+	props, ok := advertisedProps(tc, tool)
 	if !ok {
 		return cases
 	}

@@ -473,7 +473,7 @@ func specCreateOmitsResources(ctx context.Context, tc *TestContext) {
 }
 
 func specCreateNoTeam(ctx context.Context, tc *TestContext) {
-	props, _ := schemaMap(tc.Advertised("create_sandbox").InputSchema)["properties"].(map[string]any)
+	props, _ := advertisedProps(tc, "create_sandbox")
 	for k := range props {
 		gomega.Expect(slices.Contains([]string{"team", "team_id", "teamid", "teamID"}, k)).To(gomega.BeFalse(),
 			"create_sandbox defines a team argument %q", k)
