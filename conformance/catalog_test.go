@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"regexp"
 	"strings"
 	"testing"
@@ -78,5 +79,49 @@ func TestCatalog_EveryRuleHasASpec(t *testing.T) {
 		case len(covered[r.ID]) > 0 && exempt:
 			t.Errorf("rule %s is listed as not checkable but has specs %v", r.ID, covered[r.ID])
 		}
+	}
+}
+
+// TestCatalog_RegistrationRefusesContradictions checks that a family's
+// registration fills in the family and its defaults, and refuses a spec
+// that contradicts its family or repeats what registration says.
+func TestCatalog_RegistrationRefusesContradictions(t *testing.T) {
+	fake := registration{family: FamilyBounds, defaults: Spec{NeedsFake: true}}
+	cloud := registration{family: FamilyCloud, defaults: Spec{CloudOnly: true}}
+	open := registration{family: FamilyExec}
+	for _, c := range []struct {
+		name string
+		r    registration
+		s    Spec
+	}{
+		{"another family", fake, Spec{ID: "bounds.x", Family: FamilyExec}},
+		{"its own family named", fake, Spec{ID: "bounds.x", Family: FamilyBounds}},
+		{"NeedsFake repeated", fake, Spec{ID: "bounds.x", NeedsFake: true}},
+		{"CloudOnly outside registration", open, Spec{ID: "exec.x", CloudOnly: true}},
+		{"CloudOnly repeated", cloud, Spec{ID: "cloud.x", CloudOnly: true}},
+		{"NeedsFake in a cloud-only family", cloud, Spec{ID: "cloud.x", NeedsFake: true}},
+	} {
+		if _, err := c.r.register(c.s); err == nil {
+			t.Errorf("%s: registration accepted %+v", c.name, c.s)
+		}
+	}
+	got, err := fake.register(Spec{ID: "bounds.x"})
+	if err != nil || got.Family != FamilyBounds || !got.NeedsFake || got.CloudOnly {
+		t.Errorf("bounds registration: %+v, %v; want family bounds, NeedsFake", got, err)
+	}
+	got, err = open.register(Spec{ID: "exec.x", NeedsFake: true})
+	if err != nil || got.Family != FamilyExec || !got.NeedsFake {
+		t.Errorf("exec registration of a NeedsFake spec: %+v, %v; want it kept", got, err)
+	}
+	var order []string
+	before := registration{family: FamilyCloud, defaults: Spec{CloudOnly: true},
+		before: func(context.Context, *TestContext) { order = append(order, "before") }}
+	got, err = before.register(Spec{ID: "cloud.x", Body: func(context.Context, *TestContext) { order = append(order, "body") }})
+	if err != nil || !got.CloudOnly {
+		t.Fatalf("cloud registration: %+v, %v; want CloudOnly", got, err)
+	}
+	got.Body(context.Background(), nil)
+	if strings.Join(order, ",") != "before,body" {
+		t.Errorf("the registration's before and the body ran as %v, want before then body", order)
 	}
 }

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"fmt"
 	"sort"
 
 	"github.com/sandboxkit/sandboxkit/evidence"
@@ -29,10 +30,14 @@ const (
 	FamilyCloud Family = "cloud"
 )
 
-// Families lists every family in report order.
+// Families lists every family in report order: the order of their
+// registrations.
 func Families() []Family {
-	return []Family{FamilyProtocol, FamilyBounds, FamilyDelegation, FamilyDefault, FamilyRenewal, FamilyLeakage,
-		FamilyErrors, FamilyCleanup, FamilyExec, FamilyFiles, FamilyBackground, FamilyBinary, FamilyCloud}
+	var fs []Family
+	for _, r := range registrations() {
+		fs = append(fs, r.family)
+	}
+	return fs
 }
 
 // LabelNeedsFake marks specs that need the fake provider's internals
@@ -50,7 +55,8 @@ type Spec struct {
 	ID string
 	// Title is a behaviour sentence ("rejects an out-of-range limit ...").
 	Title string
-	// Family is the spec's family.
+	// Family is the spec's family. A spec's literal leaves it out: the
+	// family's registration (registrations) sets it.
 	Family Family
 	// Rules are the contract rule IDs the spec checks.
 	Rules []string
@@ -58,46 +64,107 @@ type Spec struct {
 	// advertise one the spec is skipped (or fails with RequireAll).
 	Tools []string
 	// NeedsFake is true when the spec reads the fake's journal, injects
-	// faults or seeds sandboxes.
+	// faults or seeds sandboxes. A family whose every spec needs the fake
+	// sets it at registration; a spec sets it only in a family that does
+	// not.
 	NeedsFake bool
 	// CloudOnly is true when the spec cross-checks the server against a
 	// real provider through the kit's SDK; it runs only in cloud mode.
+	// Only the cloud family's registration sets it.
 	CloudOnly bool
+	// Optional, when set, says why the spec is left out of the
+	// required-spec lists of evidence: its outcome depends on how the
+	// server is reached, not on the server alone.
+	Optional string
 	// Body runs the check.
 	Body func(ctx context.Context, tc *TestContext)
 }
 
-// Specs returns every spec of the kit, sorted by family then ID.
-func Specs() []Spec {
-	var all []Spec
-	for _, group := range [][]Spec{
-		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(),
-		renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(), errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(), cleanupEndSpecs(),
-		crashSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
-	} {
-		all = append(all, group...)
-	}
-	order := map[Family]int{}
-	for i, f := range Families() {
-		order[f] = i
-	}
-	sort.SliceStable(all, func(i, j int) bool {
-		if order[all[i].Family] != order[all[j].Family] {
-			return order[all[i].Family] < order[all[j].Family]
-		}
-		return all[i].ID < all[j].ID
-	})
-	return all
+// registration is one family's place in the catalog: its specs, and what
+// every one of them shares, said once here rather than in each literal
+// (the model: csi-test's DescribeSanity, whose setup registration
+// supplies).
+type registration struct {
+	family Family
+	// defaults holds the NeedsFake and CloudOnly every spec of the family
+	// has; a spec may add NeedsFake to a family that lacks it.
+	defaults Spec
+	// before, when set, runs ahead of every body of the family.
+	before func(ctx context.Context, tc *TestContext)
+	// specs are the family's spec lists, keyed literals without Family.
+	specs []func() []Spec
 }
 
-// optionalSpecs are left out of the required-spec lists of evidence, with
-// the reason: their outcome depends on how the server is reached, not on
-// the server alone.
-var optionalSpecs = map[string]string{
-	"protocol.transports-identical": "needs two transports of one server: only the in-process reference target offers them, so it is skipped for a server command or URL",
-	"cleanup.idle-timeout":          "needs a Streamable HTTP session whose idle timeout the kit knows: skipped for a stdio server command",
-	"cleanup.shutdown":              "shuts the server down: skipped for a server URL, which serves the other specs too",
-	"cleanup.crash-restart-sweeps":  "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
+// registrations lists the families in report order with their specs.
+func registrations() []registration {
+	fake := Spec{NeedsFake: true}
+	return []registration{
+		{family: FamilyProtocol, specs: lists(protocolSpecs)},
+		{family: FamilyBounds, defaults: fake, specs: lists(boundsSpecs, boundsWithDefaultSpecs)},
+		{family: FamilyDelegation, defaults: fake, specs: lists(delegationSpecs)},
+		{family: FamilyDefault, defaults: fake, specs: lists(defaultSpecs, defaultConcurrentSpecs)},
+		{family: FamilyRenewal, defaults: fake, specs: lists(renewalSpecs, renewalEdgeSpecs)},
+		{family: FamilyLeakage, defaults: fake, specs: lists(leakageSpecs, leakageTimeSpecs)},
+		{family: FamilyErrors, defaults: fake, specs: lists(errorSpecs, deadlineSpecs)},
+		{family: FamilyCleanup, defaults: fake, specs: lists(cleanupSpecs, cleanupFaultSpecs, cleanupEndSpecs, crashSpecs)},
+		{family: FamilyExec, specs: lists(execSpecs)},
+		{family: FamilyFiles, specs: lists(filesSpecs)},
+		{family: FamilyBackground, specs: lists(backgroundSpecs)},
+		{family: FamilyBinary, specs: lists(binarySpecs)},
+		{family: FamilyCloud, defaults: Spec{CloudOnly: true}, before: cloudModeOnly, specs: lists(cloudSpecs)},
+	}
+}
+
+// lists names a family's spec lists.
+func lists(fs ...func() []Spec) []func() []Spec { return fs }
+
+// register fills in the family and its defaults, and refuses a spec that
+// contradicts its family or repeats what the family already says.
+func (r registration) register(s Spec) (Spec, error) {
+	switch {
+	case s.Family != "" && s.Family != r.family:
+		return s, fmt.Errorf("spec %s: family %q, registered under %q", s.ID, s.Family, r.family)
+	case s.Family != "":
+		return s, fmt.Errorf("spec %s: names its family %q, which registration sets", s.ID, s.Family)
+	case s.NeedsFake && r.defaults.NeedsFake:
+		return s, fmt.Errorf("spec %s: sets NeedsFake, which family %q sets for every spec", s.ID, r.family)
+	case s.CloudOnly:
+		return s, fmt.Errorf("spec %s: sets CloudOnly, which only a family's registration sets", s.ID)
+	case s.NeedsFake && r.defaults.CloudOnly:
+		return s, fmt.Errorf("spec %s: needs the fake in cloud-only family %q: it could never run", s.ID, r.family)
+	}
+	s.Family = r.family
+	s.NeedsFake = s.NeedsFake || r.defaults.NeedsFake
+	s.CloudOnly = r.defaults.CloudOnly
+	if before, body := r.before, s.Body; before != nil && body != nil {
+		s.Body = func(ctx context.Context, tc *TestContext) {
+			before(ctx, tc)
+			body(ctx, tc)
+		}
+	}
+	return s, nil
+}
+
+// Specs returns every spec of the kit, sorted by family then ID. It panics
+// on a spec that contradicts its family's registration: a mistake in the
+// kit that every test run meets at once.
+func Specs() []Spec {
+	var all []Spec
+	for _, r := range registrations() {
+		var family []Spec
+		for _, list := range r.specs {
+			for _, s := range list() {
+				s, err := r.register(s)
+				if err != nil {
+					panic(fmt.Errorf("conformance catalog: %w", err))
+				}
+				family = append(family, s)
+			}
+		}
+		sort.SliceStable(family, func(i, j int) bool { return family[i].ID < family[j].ID })
+		all = append(all, family...)
+	}
+	return all
 }
 
 // RequiredSpecs returns the IDs of the specs an evidence bundle of the
@@ -109,7 +176,7 @@ var optionalSpecs = map[string]string{
 func RequiredSpecs(mode evidence.Mode) []string {
 	var ids []string
 	for _, s := range Specs() {
-		if _, optional := optionalSpecs[s.ID]; optional {
+		if s.Optional != "" {
 			continue
 		}
 		switch mode {

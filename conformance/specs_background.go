@@ -29,7 +29,7 @@ const bgPrompt = 5 * time.Second
 func backgroundSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "background.start-returns-at-once", Family: FamilyBackground, Rules: []string{"BG-1", "BG-2"},
+			ID: "background.start-returns-at-once", Rules: []string{"BG-1", "BG-2"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "start_background_command returns command_id and sandbox_id at once for a long command, which then reads as running with a null exit_code",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -52,7 +52,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.exit-status", Family: FamilyBackground, Rules: []string{"BG-1", "BG-2"},
+			ID: "background.exit-status", Rules: []string{"BG-1", "BG-2"},
 			Tools: []string{"start_background_command", "get_background_command", "run_command"},
 			Title: "get_background_command reports running false and the exit_code once the command ended, with its cwd and envs honoured",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -78,7 +78,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.cursor-no-loss", Family: FamilyBackground, Rules: []string{"BG-2"},
+			ID: "background.cursor-no-loss", Rules: []string{"BG-2"},
 			Tools: []string{"start_background_command", "get_background_command", "run_command"},
 			Title: "reading a running command from next_cursor in small pieces returns every byte of stdout and stderr exactly once",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -104,7 +104,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.kill", Family: FamilyBackground, Rules: []string{"BG-3"},
+			ID: "background.kill", Rules: []string{"BG-3"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command", "run_command"},
 			Title: "kill_background_command with SIGTERM (the default) or SIGKILL answers success true and the command stops",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -135,7 +135,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.unknown-id-not-found", Family: FamilyBackground, Rules: []string{"BG-3"},
+			ID: "background.unknown-id-not-found", Rules: []string{"BG-3"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "get_background_command and kill_background_command answer not_found for a command_id this session never got",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -151,7 +151,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.foreign-session-not-found", Family: FamilyBackground, Rules: []string{"BG-3", "BG-4"},
+			ID: "background.foreign-session-not-found", Rules: []string{"BG-3", "BG-4"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "a command_id is valid only in the session that started it: another session gets not_found and cannot stop it",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -170,7 +170,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.implicit-create", Family: FamilyBackground, Rules: []string{"SESSION-2", "BG-1"}, NeedsFake: true,
+			ID: "background.implicit-create", Rules: []string{"SESSION-2", "BG-1"}, NeedsFake: true,
 			Tools: []string{"start_background_command", "get_sandbox"},
 			Title: "start_background_command without sandbox_id and without a default creates one sandbox, names it in sandbox_id and makes it the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -180,7 +180,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.renews-owned", Family: FamilyBackground, Rules: []string{"RENEW-1"}, NeedsFake: true,
+			ID: "background.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "start_background_command", "get_background_command", "kill_background_command"},
 			Title: "start, get and kill of a background command on an owned sandbox each renew it to the session's renewal policy",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -209,7 +209,7 @@ func backgroundSpecs() []Spec {
 			},
 		},
 		{
-			ID: "background.external-no-renew", Family: FamilyBackground, Rules: []string{"RENEW-2", "BG-1"}, NeedsFake: true,
+			ID: "background.external-no-renew", Rules: []string{"RENEW-2", "BG-1"}, NeedsFake: true,
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "background commands on an external sandbox reach it through connect and never renew it",
 			Body: func(ctx context.Context, tc *TestContext) {

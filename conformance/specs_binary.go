@@ -38,7 +38,7 @@ type binDownloadOut struct {
 func binarySpecs() []Spec {
 	return []Spec{
 		{
-			ID: "binary.all-byte-values-round-trip", Family: FamilyBinary, Rules: []string{"BIN-1", "BIN-2"},
+			ID: "binary.all-byte-values-round-trip", Rules: []string{"BIN-1", "BIN-2"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file writes all 256 byte values and reports their size and sha256; download_file returns the same bytes",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -55,7 +55,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.large-random-round-trip", Family: FamilyBinary, Rules: []string{"BIN-1", "BIN-2"},
+			ID: "binary.large-random-round-trip", Rules: []string{"BIN-1", "BIN-2"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "a 2 MiB random payload uploads and downloads byte for byte with matching size and sha256",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -69,7 +69,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.download-max-bytes", Family: FamilyBinary, Rules: []string{"BIN-2"},
+			ID: "binary.download-max-bytes", Rules: []string{"BIN-2"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "download_file with max_bytes below the file's size returns exactly the first max_bytes bytes with truncated true",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -101,7 +101,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.upload-over-cap", Family: FamilyBinary, Rules: []string{"BIN-1", "VAL-6"},
+			ID: "binary.upload-over-cap", Rules: []string{"BIN-1", "VAL-6"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file of more than 16 MiB decoded is a validation error naming data_base64, and writes nothing",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -131,7 +131,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.strict-base64", Family: FamilyBinary, Rules: []string{"BIN-1", "VAL-6"},
+			ID: "binary.strict-base64", Rules: []string{"BIN-1", "VAL-6"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file rejects base64 that is not strict standard encoding (URL-safe alphabet, missing padding, line breaks, non-zero pad bits) as a validation error",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -169,7 +169,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.download-missing-not-found", Family: FamilyBinary, Rules: []string{"FILE-4", "BIN-2"},
+			ID: "binary.download-missing-not-found", Rules: []string{"FILE-4", "BIN-2"},
 			Tools: []string{"download_file"},
 			Title: "download_file of a path that does not exist is a tool error of category not_found",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -179,7 +179,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.implicit-create", Family: FamilyBinary, Rules: []string{"SESSION-2"}, NeedsFake: true,
+			ID: "binary.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"upload_file", "download_file", "get_sandbox"},
 			Title: "upload_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -189,7 +189,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.renews-owned", Family: FamilyBinary, Rules: []string{"RENEW-1"}, NeedsFake: true,
+			ID: "binary.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "upload_file", "download_file"},
 			Title: "upload_file and download_file on an owned sandbox renew it to the session's renewal policy before returning",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -205,7 +205,7 @@ func binarySpecs() []Spec {
 			},
 		},
 		{
-			ID: "binary.external-no-renew", Family: FamilyBinary, Rules: []string{"RENEW-2"}, NeedsFake: true,
+			ID: "binary.external-no-renew", Rules: []string{"RENEW-2"}, NeedsFake: true,
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file and download_file on an external sandbox reach it through connect and never renew it",
 			Body: func(ctx context.Context, tc *TestContext) {

@@ -284,35 +284,32 @@ func boundsExpectUnchanged(ctx context.Context, tc *TestContext, s *Session, liv
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(defaultID), "rejected calls changed the default sandbox")
 }
 
-// boundsSpec builds one spec of the family.
-func boundsSpec(id, title string, rules []string, tools []string, body func(ctx context.Context, tc *TestContext)) Spec {
-	return Spec{ID: id, Title: title, Family: FamilyBounds, Rules: rules, Tools: tools, NeedsFake: true, Body: body}
-}
-
 // boundsLifecycleUnknown are the arguments the lifecycle tools must refuse
 // (VAL-4, CREATE-4).
 var boundsLifecycleUnknown = []string{"team", "sandbox_domain", "api_key"}
 
-// boundsDataPlane builds the spec of a data-plane tool: its rejections in
-// a fresh session (no implicit sandbox may be created), then accepted
-// edges.
-func boundsDataPlane(id, tool, title string, rules []string, cases func(tc *TestContext) []boundsCase, accept func(tc *TestContext) []map[string]any) Spec {
-	return boundsSpec(id, title, rules, []string{tool}, func(ctx context.Context, tc *TestContext) {
+// boundsDataPlane is the body of a data-plane tool's spec: its
+// rejections in a fresh session (no implicit sandbox may be created), then
+// accepted edges.
+func boundsDataPlane(tool string, cases func(tc *TestContext) []boundsCase, accept func(tc *TestContext) []map[string]any) func(ctx context.Context, tc *TestContext) {
+	return func(ctx context.Context, tc *TestContext) {
 		s := tc.Connect(ctx)
 		boundsReject(ctx, tc, s, tool, cases(tc))
 		boundsExpectUnchanged(ctx, tc, s, 0, "")
 		if accept != nil {
 			boundsAccept(ctx, tc, s, tool, accept(tc)...)
 		}
-	})
+	}
 }
 
 func boundsSpecs() []Spec {
 	return []Spec{
-		boundsSpec("bounds.list-sandboxes",
-			"list_sandboxes rejects a limit outside 1-100, a negative or over-cap offset, a status outside running/paused, wrong types and undefined arguments, without any platform call, and accepts the edges",
-			[]string{"LIST-3", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"}, []string{"list_sandboxes"},
-			func(ctx context.Context, tc *TestContext) {
+		{
+			ID:    "bounds.list-sandboxes",
+			Title: "list_sandboxes rejects a limit outside 1-100, a negative or over-cap offset, a status outside running/paused, wrong types and undefined arguments, without any platform call, and accepts the edges",
+			Rules: []string{"LIST-3", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"list_sandboxes"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				base := map[string]any{}
 				offMax := boundsAdvertisedMax(tc, "list_sandboxes", "offset")
@@ -331,22 +328,28 @@ func boundsSpecs() []Spec {
 					accept = append(accept, map[string]any{"offset": offMax})
 				}
 				boundsAccept(ctx, tc, s, "list_sandboxes", accept...)
-			}),
-		boundsSpec("bounds.get-sandbox",
-			"get_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call, and without a default still fails with no call",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7", "GET-2"}, []string{"get_sandbox"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "bounds.get-sandbox",
+			Title: "get_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call, and without a default still fails with no call",
+			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7", "GET-2"},
+			Tools: []string{"get_sandbox"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				base := map[string]any{}
 				cs := boundsSandboxID(base)
 				cs = append(cs, boundsUnknown(base, append(boundsLifecycleUnknown, "region", "provider")...)...)
 				boundsReject(ctx, tc, s, "get_sandbox", cs)
 				boundsExpectUnchanged(ctx, tc, s, 0, "")
-			}),
-		boundsSpec("bounds.kill-sandbox",
-			"kill_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call or kill",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"}, []string{"kill_sandbox"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "bounds.kill-sandbox",
+			Title: "kill_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call or kill",
+			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"kill_sandbox"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				victim := tc.Seed(fakeprovider.SandboxSeed{})
 				base := map[string]any{}
@@ -357,11 +360,14 @@ func boundsSpecs() []Spec {
 				_, alive := tc.Fake.Sandbox(victim)
 				gomega.Expect(alive).To(gomega.BeTrue(), "a rejected kill_sandbox killed the sandbox")
 				boundsExpectUnchanged(ctx, tc, s, 1, "")
-			}),
-		boundsSpec("bounds.set-sandbox-timeout",
-			"set_sandbox_timeout requires an integer timeout of 1-86400 and a non-empty sandbox_id, rejecting everything else without any platform call or change of the renewal policy, and accepts 1 and 86400",
-			[]string{"TIMEOUT-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"}, []string{"set_sandbox_timeout"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "bounds.set-sandbox-timeout",
+			Title: "set_sandbox_timeout requires an integer timeout of 1-86400 and a non-empty sandbox_id, rejecting everything else without any platform call or change of the renewal policy, and accepts 1 and 86400",
+			Rules: []string{"TIMEOUT-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"set_sandbox_timeout"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				ext := tc.Seed(fakeprovider.SandboxSeed{})
 				base := map[string]any{"sandbox_id": ext, "timeout": 600}
@@ -393,11 +399,14 @@ func boundsSpecs() []Spec {
 				}
 				gomega.Expect(renewals).To(gomega.ContainElement(gomega.ContainSubstring(`"timeout":300`)),
 					"after rejected set_sandbox_timeout calls the renewal must still be 300 s")
-			}),
-		boundsSpec("bounds.create-sandbox",
-			"create_sandbox rejects a timeout outside 1-86400, non-positive or non-integer cpu and memory, non-object envs or non-string env values, wrong types and undefined arguments such as team, without any platform call, creation or change of the default, and accepts timeouts 1 and 86400",
-			[]string{"CREATE-1", "CREATE-4", "VAL-1", "VAL-2", "VAL-4", "VAL-5", "VAL-6", "VAL-7"}, []string{"create_sandbox"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "bounds.create-sandbox",
+			Title: "create_sandbox rejects a timeout outside 1-86400, non-positive or non-integer cpu and memory, non-object envs or non-string env values, wrong types and undefined arguments such as team, without any platform call, creation or change of the default, and accepts timeouts 1 and 86400",
+			Rules: []string{"CREATE-1", "CREATE-4", "VAL-1", "VAL-2", "VAL-4", "VAL-5", "VAL-6", "VAL-7"},
+			Tools: []string{"create_sandbox"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				base := map[string]any{}
 				var cs []boundsCase
@@ -421,92 +430,122 @@ func boundsSpecs() []Spec {
 				})
 				boundsExpectUnchanged(ctx, tc, s, 1, first)
 				boundsAccept(ctx, tc, s, "create_sandbox", map[string]any{"timeout": 86400})
-			}),
-		boundsDataPlane("bounds.run-command", "run_command",
-			"run_command rejects a missing or non-string command, a timeout outside 1-3600, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
-			[]string{"EXEC-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"command": "echo zq-bounds"}
-				cs := boundsMissing(base, "command")
-				cs = append(cs, boundsString(base, "command")...)
-				cs = append(cs, boundsInteger(base, "timeout", 1, 3600)...)
-				cs = append(cs, boundsString(base, "cwd")...)
-				cs = append(cs, boundsEnvs(base)...)
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "shell", "team")...)
 			},
-			func(*TestContext) []map[string]any {
-				return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
-			}),
-		boundsDataPlane("bounds.run-code", "run_code",
-			"run_code rejects a missing or non-string code, a language outside python/javascript/bash, a timeout outside 1-3600, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
-			[]string{"EXEC-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"code": "echo zq-bounds", "language": "bash"}
-				cs := boundsMissing(base, "code")
-				cs = append(cs, boundsString(base, "code")...)
-				cs = append(cs, boundsEnum(base, "language", "ruby", "python3")...)
-				cs = append(cs, boundsInteger(base, "timeout", 1, 3600)...)
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "interpreter", "team")...)
-			},
-			func(*TestContext) []map[string]any {
-				return []map[string]any{
-					{"code": "echo zq-bounds", "language": "bash", "timeout": 1},
-					{"code": "echo zq-bounds", "language": "bash", "timeout": 3600},
-				}
-			}),
-		boundsDataPlane("bounds.read-file", "read_file",
-			"read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"path": "/tmp/zq-bounds.txt"}
-				cs := boundsMissing(base, "path")
-				cs = append(cs, boundsString(base, "path")...)
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "encoding", "team")...)
-			}, nil),
-		boundsDataPlane("bounds.write-file", "write_file",
-			"write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
-				cs := boundsMissing(base, "path", "content")
-				cs = append(cs, boundsString(base, "path")...)
-				cs = append(cs, boundsString(base, "content")...)
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "mode", "team")...)
-			}, nil),
-		boundsDataPlane("bounds.list-files", "list_files",
-			"list_files rejects a missing path, a depth outside 1-10 or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts depths 1 and 10",
-			[]string{"FILE-3", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"path": "/tmp"}
-				cs := boundsMissing(base, "path")
-				cs = append(cs, boundsString(base, "path")...)
-				cs = append(cs, boundsInteger(base, "depth", 1, 10)...)
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "recursive", "team")...)
-			},
-			func(*TestContext) []map[string]any {
-				return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
-			}),
-		boundsDataPlane("bounds.start-background-command", "start_background_command",
-			"start_background_command rejects a missing or non-string command, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"BG-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"command": "echo zq-bounds"}
-				cs := boundsMissing(base, "command")
-				cs = append(cs, boundsString(base, "command")...)
-				cs = append(cs, boundsString(base, "cwd")...)
-				cs = append(cs, boundsEnvs(base)...)
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "timeout", "team")...)
-			}, nil),
-		boundsSpec("bounds.get-background-command",
-			"get_background_command rejects a missing command_id, a max_bytes below 1, above its cap or not an integer, a non-string cursor and undefined arguments without any platform call, and accepts max_bytes 1 and the cap",
-			[]string{"BG-2", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"}, []string{"start_background_command", "get_background_command"},
-			func(ctx context.Context, tc *TestContext) {
+		},
+		{
+			ID:    "bounds.run-command",
+			Title: "run_command rejects a missing or non-string command, a timeout outside 1-3600, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
+			Rules: []string{"EXEC-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"run_command"},
+			Body: boundsDataPlane("run_command",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"command": "echo zq-bounds"}
+					cs := boundsMissing(base, "command")
+					cs = append(cs, boundsString(base, "command")...)
+					cs = append(cs, boundsInteger(base, "timeout", 1, 3600)...)
+					cs = append(cs, boundsString(base, "cwd")...)
+					cs = append(cs, boundsEnvs(base)...)
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "shell", "team")...)
+				},
+				func(*TestContext) []map[string]any {
+					return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
+				}),
+		},
+		{
+			ID:    "bounds.run-code",
+			Title: "run_code rejects a missing or non-string code, a language outside python/javascript/bash, a timeout outside 1-3600, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
+			Rules: []string{"EXEC-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"run_code"},
+			Body: boundsDataPlane("run_code",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"code": "echo zq-bounds", "language": "bash"}
+					cs := boundsMissing(base, "code")
+					cs = append(cs, boundsString(base, "code")...)
+					cs = append(cs, boundsEnum(base, "language", "ruby", "python3")...)
+					cs = append(cs, boundsInteger(base, "timeout", 1, 3600)...)
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "interpreter", "team")...)
+				},
+				func(*TestContext) []map[string]any {
+					return []map[string]any{
+						{"code": "echo zq-bounds", "language": "bash", "timeout": 1},
+						{"code": "echo zq-bounds", "language": "bash", "timeout": 3600},
+					}
+				}),
+		},
+		{
+			ID:    "bounds.read-file",
+			Title: "read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
+			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"read_file"},
+			Body: boundsDataPlane("read_file",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"path": "/tmp/zq-bounds.txt"}
+					cs := boundsMissing(base, "path")
+					cs = append(cs, boundsString(base, "path")...)
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "encoding", "team")...)
+				},
+				nil),
+		},
+		{
+			ID:    "bounds.write-file",
+			Title: "write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
+			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"write_file"},
+			Body: boundsDataPlane("write_file",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
+					cs := boundsMissing(base, "path", "content")
+					cs = append(cs, boundsString(base, "path")...)
+					cs = append(cs, boundsString(base, "content")...)
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "mode", "team")...)
+				},
+				nil),
+		},
+		{
+			ID:    "bounds.list-files",
+			Title: "list_files rejects a missing path, a depth outside 1-10 or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts depths 1 and 10",
+			Rules: []string{"FILE-3", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"list_files"},
+			Body: boundsDataPlane("list_files",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"path": "/tmp"}
+					cs := boundsMissing(base, "path")
+					cs = append(cs, boundsString(base, "path")...)
+					cs = append(cs, boundsInteger(base, "depth", 1, 10)...)
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "recursive", "team")...)
+				},
+				func(*TestContext) []map[string]any {
+					return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
+				}),
+		},
+		{
+			ID:    "bounds.start-background-command",
+			Title: "start_background_command rejects a missing or non-string command, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
+			Rules: []string{"BG-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"start_background_command"},
+			Body: boundsDataPlane("start_background_command",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"command": "echo zq-bounds"}
+					cs := boundsMissing(base, "command")
+					cs = append(cs, boundsString(base, "command")...)
+					cs = append(cs, boundsString(base, "cwd")...)
+					cs = append(cs, boundsEnvs(base)...)
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "timeout", "team")...)
+				},
+				nil),
+		},
+		{
+			ID:    "bounds.get-background-command",
+			Title: "get_background_command rejects a missing command_id, a max_bytes below 1, above its cap or not an integer, a non-string cursor and undefined arguments without any platform call, and accepts max_bytes 1 and the cap",
+			Rules: []string{"BG-2", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"start_background_command", "get_background_command"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				id := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "echo zq-bounds"})).String("command_id")
 				base := map[string]any{"command_id": id}
@@ -522,11 +561,14 @@ func boundsSpecs() []Spec {
 					accept = append(accept, boundsSet(base, "max_bytes", capBytes))
 				}
 				boundsAccept(ctx, tc, s, "get_background_command", accept...)
-			}),
-		boundsSpec("bounds.kill-background-command",
-			"kill_background_command rejects a missing command_id, a signal other than SIGTERM or SIGKILL, wrong types and undefined arguments without any platform call, and accepts both signals",
-			[]string{"BG-3", "VAL-4", "VAL-6", "VAL-7"}, []string{"start_background_command", "kill_background_command"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "bounds.kill-background-command",
+			Title: "kill_background_command rejects a missing command_id, a signal other than SIGTERM or SIGKILL, wrong types and undefined arguments without any platform call, and accepts both signals",
+			Rules: []string{"BG-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"start_background_command", "kill_background_command"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				var ids []string
 				for range 2 {
@@ -541,36 +583,44 @@ func boundsSpecs() []Spec {
 				boundsReject(ctx, tc, s, "kill_background_command", cs)
 				boundsAccept(ctx, tc, s, "kill_background_command",
 					map[string]any{"command_id": ids[0], "signal": "SIGTERM"}, map[string]any{"command_id": ids[1], "signal": "SIGKILL"})
-			}),
-		boundsDataPlane("bounds.upload-file", "upload_file",
-			"upload_file rejects data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"BIN-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			func(*TestContext) []boundsCase {
-				base := map[string]any{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
-				cs := boundsMissing(base, "path", "data_base64")
-				cs = append(cs, boundsString(base, "path")...)
-				cs = append(cs, boundsString(base, "data_base64")...)
-				for _, bad := range []struct{ name, v string }{
-					{"length", "zqsecret9913x"},
-					{"alphabet", "zqsecret9913$$$$"},
-					{"url-safe", "zqsecret9913-_AA"},
-					{"space", "zqsecret 9913AAA"},
-					{"newline", "zqsecret\n9913AAA"},
-					{"inner-padding", "zqsecret9913A=A="},
-					{"over-padding", "zqsecret9913===="},
-					{"trailing-bits", "zqsecret9913RB=="},
-					{"unpadded", "zqsecret9913RB"},
-				} {
-					cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: boundsSet(base, "data_base64", bad.v),
-						field: "data_base64", bait: []string{"zqsecret", "9913"}})
-				}
-				cs = append(cs, boundsSandboxID(base)...)
-				return append(cs, boundsUnknown(base, "mode", "team")...)
-			}, nil),
-		boundsSpec("bounds.download-file",
-			"download_file rejects a missing path, a max_bytes below 1, above its cap or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts max_bytes 1 and the cap",
-			[]string{"BIN-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"}, []string{"download_file"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "bounds.upload-file",
+			Title: "upload_file rejects data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
+			Rules: []string{"BIN-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"upload_file"},
+			Body: boundsDataPlane("upload_file",
+				func(*TestContext) []boundsCase {
+					base := map[string]any{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
+					cs := boundsMissing(base, "path", "data_base64")
+					cs = append(cs, boundsString(base, "path")...)
+					cs = append(cs, boundsString(base, "data_base64")...)
+					for _, bad := range []struct{ name, v string }{
+						{"length", "zqsecret9913x"},
+						{"alphabet", "zqsecret9913$$$$"},
+						{"url-safe", "zqsecret9913-_AA"},
+						{"space", "zqsecret 9913AAA"},
+						{"newline", "zqsecret\n9913AAA"},
+						{"inner-padding", "zqsecret9913A=A="},
+						{"over-padding", "zqsecret9913===="},
+						{"trailing-bits", "zqsecret9913RB=="},
+						{"unpadded", "zqsecret9913RB"},
+					} {
+						cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: boundsSet(base, "data_base64", bad.v),
+							field: "data_base64", bait: []string{"zqsecret", "9913"}})
+					}
+					cs = append(cs, boundsSandboxID(base)...)
+					return append(cs, boundsUnknown(base, "mode", "team")...)
+				},
+				nil),
+		},
+		{
+			ID:    "bounds.download-file",
+			Title: "download_file rejects a missing path, a max_bytes below 1, above its cap or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts max_bytes 1 and the cap",
+			Rules: []string{"BIN-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Tools: []string{"download_file"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				base := map[string]any{"path": errsReadablePath}
 				capBytes := boundsAdvertisedMax(tc, "download_file", "max_bytes")
@@ -586,6 +636,7 @@ func boundsSpecs() []Spec {
 					accept = append(accept, boundsSet(base, "max_bytes", capBytes))
 				}
 				boundsAccept(ctx, tc, s, "download_file", accept...)
-			}),
+			},
+		},
 	}
 }

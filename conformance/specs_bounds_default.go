@@ -30,7 +30,7 @@ var emptyIDCalls = []struct {
 func boundsWithDefaultSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "bounds.empty-id-with-default", Family: FamilyBounds, NeedsFake: true,
+			ID:    "bounds.empty-id-with-default",
 			Rules: []string{"VAL-3", "VAL-6", "VAL-7"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
 			Title: `with a default sandbox present, every tool given sandbox_id "" is an invalid_argument error naming sandbox_id, ` +

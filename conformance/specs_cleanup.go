@@ -18,42 +18,42 @@ import (
 func cleanupSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "cleanup.close-destroys-owned", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.close-destroys-owned",
 			Rules: []string{"SESSION-1", "CREATE-5", "SESSION-2"},
 			Tools: []string{"create_sandbox", "run_command"},
 			Title: "closing a session destroys every sandbox it created, explicitly or implicitly, with one kill each",
 			Body:  specCloseDestroysOwned,
 		},
 		{
-			ID: "cleanup.close-spares-external", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.close-spares-external",
 			Rules: []string{"SESSION-1", "GET-6", "TIMEOUT-6", "RENEW-2"},
 			Tools: []string{"create_sandbox", "get_sandbox", "set_sandbox_timeout", "run_command"},
 			Title: "closing a session leaves alone the external sandboxes it read, set a timeout on or ran commands in",
 			Body:  specCloseSparesExternal,
 		},
 		{
-			ID: "cleanup.close-spares-listed", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.close-spares-listed",
 			Rules: []string{"SESSION-1", "LIST-2"},
 			Tools: []string{"create_sandbox", "list_sandboxes"},
 			Title: "closing a session leaves alone the sandboxes it listed",
 			Body:  specCloseSparesListed,
 		},
 		{
-			ID: "cleanup.killed-not-destroyed-again", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.killed-not-destroyed-again",
 			Rules: []string{"SESSION-1", "SESSION-3"},
 			Tools: []string{"create_sandbox", "kill_sandbox"},
 			Title: "an owned sandbox killed during the session, by ID or as the default, is not killed again at close",
 			Body:  specKilledNotDestroyedAgain,
 		},
 		{
-			ID: "cleanup.concurrent-closes", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.concurrent-closes",
 			Rules: []string{"SESSION-1"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
 			Title: "several sessions closing at once each destroy exactly their own sandboxes, and an open session keeps its own",
 			Body:  specConcurrentCloses,
 		},
 		{
-			ID: "cleanup.close-each-transport", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.close-each-transport",
 			Rules: []string{"SESSION-1"},
 			Tools: []string{"create_sandbox"},
 			Title: "closing a session destroys its sandboxes over every transport the target offers (end of input, HTTP DELETE)",

@@ -27,7 +27,7 @@ var closeDestroyFailures = []struct {
 func cleanupFaultSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "cleanup.close-destroy-retries", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.close-destroy-retries",
 			Rules: []string{"SESSION-1"},
 			Tools: []string{"create_sandbox"},
 			Title: "when the close-time destroy meets 503, 429 or a connection reset a few times, the server retries " +
@@ -35,7 +35,7 @@ func cleanupFaultSpecs() []Spec {
 			Body: specCloseDestroyRetries,
 		},
 		{
-			ID: "cleanup.close-destroy-unauthorized", Family: FamilyCleanup, NeedsFake: true,
+			ID:    "cleanup.close-destroy-unauthorized",
 			Rules: []string{"SESSION-1"},
 			Tools: []string{"create_sandbox"},
 			Title: "when the close-time destroy is refused with 401 the server tries exactly once and reports the sandbox " +

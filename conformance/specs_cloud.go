@@ -31,41 +31,57 @@ const (
 // result of the run for the secrets the platform issued.
 func cloudSpecs() []Spec {
 	return []Spec{
-		cloudSpec("cloud.create-matches-platform",
-			"create_sandbox and get_sandbox report the metadata the platform has for the new sandbox, with the requested lifetime",
-			[]string{"CREATE-6", "META-1", "META-2", "META-3", "GET-1"}, []string{"create_sandbox", "get_sandbox"},
-			cloudCreateMatchesPlatform),
-		cloudSpec("cloud.set-timeout-moves-end",
-			fmt.Sprintf("set_sandbox_timeout moves the sandbox's end time on the platform to now + timeout (within %s of the previous move, %s of the kit's clock)", cloudEndTolerance, cloudClockSkew),
-			[]string{"TIMEOUT-1", "TIMEOUT-2", "TIMEOUT-3", "TIMEOUT-7"}, []string{"create_sandbox", "set_sandbox_timeout"},
-			cloudSetTimeoutMovesEnd),
-		cloudSpec("cloud.close-destroys-owned-spares-external",
-			"closing a session destroys the sandbox it created on the platform and leaves an external sandbox it read running and unrenewed",
-			[]string{"SESSION-1", "CREATE-5", "GET-6"}, []string{"create_sandbox", "get_sandbox"},
-			cloudCloseDestroysOwned),
-		cloudSpec("cloud.close-destroys-implicit",
-			"closing a session destroys the default sandbox a data-plane tool created implicitly on the platform",
-			[]string{"SESSION-1", "SESSION-2"}, []string{"run_command", "get_sandbox"},
-			cloudCloseDestroysImplicit),
-		cloudSpec("cloud.list-shows-created",
-			"list_sandboxes pages through the account and shows a sandbox the session created with the platform's metadata",
-			[]string{"LIST-1", "LIST-5", "META-1"}, []string{"create_sandbox", "list_sandboxes"},
-			cloudListShowsCreated),
-		cloudSpec("cloud.tokens-absent-from-results",
-			"no tool result of the run and no line of the server's log holds a token, domain, client ID or key the platform issued",
-			[]string{"META-4", "CREATE-6"}, []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout"},
-			cloudTokensAbsent),
+		{
+			ID:    "cloud.create-matches-platform",
+			Title: "create_sandbox and get_sandbox report the metadata the platform has for the new sandbox, with the requested lifetime",
+			Rules: []string{"CREATE-6", "META-1", "META-2", "META-3", "GET-1", "VERIFY-1"},
+			Tools: []string{"create_sandbox", "get_sandbox"},
+			Body:  cloudCreateMatchesPlatform,
+		},
+		{
+			ID:    "cloud.set-timeout-moves-end",
+			Title: fmt.Sprintf("set_sandbox_timeout moves the sandbox's end time on the platform to now + timeout (within %s of the previous move, %s of the kit's clock)", cloudEndTolerance, cloudClockSkew),
+			Rules: []string{"TIMEOUT-1", "TIMEOUT-2", "TIMEOUT-3", "TIMEOUT-7", "VERIFY-1"},
+			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
+			Body:  cloudSetTimeoutMovesEnd,
+		},
+		{
+			ID:    "cloud.close-destroys-owned-spares-external",
+			Title: "closing a session destroys the sandbox it created on the platform and leaves an external sandbox it read running and unrenewed",
+			Rules: []string{"SESSION-1", "CREATE-5", "GET-6", "VERIFY-1"},
+			Tools: []string{"create_sandbox", "get_sandbox"},
+			Body:  cloudCloseDestroysOwned,
+		},
+		{
+			ID:    "cloud.close-destroys-implicit",
+			Title: "closing a session destroys the default sandbox a data-plane tool created implicitly on the platform",
+			Rules: []string{"SESSION-1", "SESSION-2", "VERIFY-1"},
+			Tools: []string{"run_command", "get_sandbox"},
+			Body:  cloudCloseDestroysImplicit,
+		},
+		{
+			ID:    "cloud.list-shows-created",
+			Title: "list_sandboxes pages through the account and shows a sandbox the session created with the platform's metadata",
+			Rules: []string{"LIST-1", "LIST-5", "META-1", "VERIFY-1"},
+			Tools: []string{"create_sandbox", "list_sandboxes"},
+			Body:  cloudListShowsCreated,
+		},
+		{
+			ID:    "cloud.tokens-absent-from-results",
+			Title: "no tool result of the run and no line of the server's log holds a token, domain, client ID or key the platform issued",
+			Rules: []string{"META-4", "CREATE-6", "VERIFY-1"},
+			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout"},
+			Body:  cloudTokensAbsent,
+		},
 	}
 }
 
-func cloudSpec(id, title string, rules, tools []string, body func(context.Context, *TestContext)) Spec {
-	return Spec{ID: id, Title: title, Family: FamilyCloud, Rules: append(rules, "VERIFY-1"), Tools: tools, CloudOnly: true,
-		Body: func(ctx context.Context, tc *TestContext) {
-			if tc.run.cloud == nil {
-				ginkgo.Skip("cloud-only: runs only in cloud mode")
-			}
-			body(ctx, tc)
-		}}
+// cloudModeOnly skips a cloud spec outside cloud mode; the family's
+// registration runs it ahead of every body.
+func cloudModeOnly(_ context.Context, tc *TestContext) {
+	if tc.run.cloud == nil {
+		ginkgo.Skip("cloud-only: runs only in cloud mode")
+	}
 }
 
 func cloudCreateMatchesPlatform(ctx context.Context, tc *TestContext) {

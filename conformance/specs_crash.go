@@ -28,12 +28,13 @@ const InstanceEnv = "SANDBOXKIT_INSTANCE"
 
 func crashSpecs() []Spec {
 	return []Spec{{
-		ID: "cleanup.crash-restart-sweeps", Family: FamilyCleanup, NeedsFake: true,
+		ID:    "cleanup.crash-restart-sweeps",
 		Rules: []string{"SESSION-4", "SESSION-1"},
 		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
 		Title: "a server command killed with SIGKILL and started again with the same " + InstanceEnv +
 			" destroys, within the crash bound, every sandbox the dead process owned, and no other",
-		Body: specCrashRestartSweeps,
+		Optional: "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
+		Body:     specCrashRestartSweeps,
 	}}
 }
 

@@ -217,55 +217,51 @@ func deadlineCallAll(ctx context.Context, cases []*deadlineCase, limit time.Dura
 	wg.Wait()
 }
 
-// deadlineSpec is the spec of one deadline fault.
-func deadlineSpec(f deadlineFault) Spec {
-	return Spec{
-		ID: "errors." + f.name, Family: FamilyErrors, Title: f.title, NeedsFake: true,
-		Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
-		Body: func(ctx context.Context, tc *TestContext) {
-			d, known := tc.Config.providerDeadline()
-			if !known {
-				skipOrFail(tc, "the server's provider deadline is unknown: give it with --provider-deadline (Config.ProviderDeadline), as the server was started with")
+// deadlineBody is the body of the spec of one deadline fault.
+func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
+	return func(ctx context.Context, tc *TestContext) {
+		d, known := tc.Config.providerDeadline()
+		if !known {
+			skipOrFail(tc, "the server's provider deadline is unknown: give it with --provider-deadline (Config.ProviderDeadline), as the server was started with")
+		}
+		grace := deadlineGrace(d)
+		cases := deadlineSetup(ctx, tc, f)
+		if len(cases) == 0 {
+			ginkgo.Skip("the server advertises none of the tools this spec needs")
+		}
+		for _, c := range cases {
+			// Only the call's own request: a server may go on with work
+			// of its own later (looking for a sandbox a failed create
+			// left, say), which must not meet the fault.
+			fault := f.fault(d)
+			fault.Op, fault.SandboxID, fault.Times = c.mode.op, c.sandbox, 1
+			c.fault = tc.Fake.InjectFault(fault)
+		}
+		check := newErrsChecker(tc)
+		// The kit waits longer than the server may take, to tell a late
+		// answer from none.
+		deadlineCall(ctx, cases, d+2*grace, f.parallel)
+		for _, c := range cases {
+			deadlineCheck(check, c, f, d, grace)
+		}
+		// Every request the server gave up on must end: the fault holds a
+		// hung request until released, so only the server's cancelling it
+		// ends it now. One grace for all of them.
+		wctx, cancel := context.WithTimeout(ctx, grace)
+		for _, c := range cases {
+			if err := c.fault.WaitIdle(wctx); err != nil {
+				check.addf("%s: %d request(s) to the provider still in flight %v after the answer: the server stopped waiting without cancelling them",
+					c.label(f), c.fault.InFlight(), grace)
 			}
-			grace := deadlineGrace(d)
-			cases := deadlineSetup(ctx, tc, f)
-			if len(cases) == 0 {
-				ginkgo.Skip("the server advertises none of the tools this spec needs")
-			}
-			for _, c := range cases {
-				// Only the call's own request: a server may go on with work
-				// of its own later (looking for a sandbox a failed create
-				// left, say), which must not meet the fault.
-				fault := f.fault(d)
-				fault.Op, fault.SandboxID, fault.Times = c.mode.op, c.sandbox, 1
-				c.fault = tc.Fake.InjectFault(fault)
-			}
-			check := newErrsChecker(tc)
-			// The kit waits longer than the server may take, to tell a late
-			// answer from none.
-			deadlineCall(ctx, cases, d+2*grace, f.parallel)
-			for _, c := range cases {
-				deadlineCheck(check, c, f, d, grace)
-			}
-			// Every request the server gave up on must end: the fault holds a
-			// hung request until released, so only the server's cancelling it
-			// ends it now. One grace for all of them.
-			wctx, cancel := context.WithTimeout(ctx, grace)
-			for _, c := range cases {
-				if err := c.fault.WaitIdle(wctx); err != nil {
-					check.addf("%s: %d request(s) to the provider still in flight %v after the answer: the server stopped waiting without cancelling them",
-						c.label(f), c.fault.InFlight(), grace)
-				}
-			}
-			cancel()
-			for _, c := range cases {
-				c.fault.Clear()
-				c.fault.Release()
-			}
-			ginkgo.AddReportEntry("deadline", deadlineReport(cases, d, grace))
-			deadlineFollowUp(ctx, check, cases, f, d+2*grace)
-			check.done()
-		},
+		}
+		cancel()
+		for _, c := range cases {
+			c.fault.Clear()
+			c.fault.Release()
+		}
+		ginkgo.AddReportEntry("deadline", deadlineReport(cases, d, grace))
+		deadlineFollowUp(ctx, check, cases, f, d+2*grace)
+		check.done()
 	}
 }
 
@@ -367,7 +363,11 @@ func deadlineReport(cases []*deadlineCase, d, grace time.Duration) string {
 func deadlineSpecs() []Spec {
 	var specs []Spec
 	for _, f := range deadlineFaults() {
-		specs = append(specs, deadlineSpec(f))
+		specs = append(specs, Spec{
+			ID: "errors." + f.name, Title: f.title,
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			Body:  deadlineBody(f),
+		})
 	}
 	return specs
 }

@@ -16,21 +16,21 @@ import (
 func defaultSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "default.create-sets-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.create-sets-default",
 			Rules: []string{"CREATE-5", "GET-1"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
 			Title: "create_sandbox makes the new sandbox the session's default, and a second create moves the default to the newer one",
 			Body:  specCreateSetsDefault,
 		},
 		{
-			ID: "default.explicit-get-keeps-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.explicit-get-keeps-default",
 			Rules: []string{"GET-1", "GET-4"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
 			Title: "get_sandbox with an explicit sandbox_id, owned or external, does not change the default",
 			Body:  specExplicitGetKeepsDefault,
 		},
 		{
-			ID: "default.no-default-lifecycle", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.no-default-lifecycle",
 			Rules: []string{"GET-2", "TIMEOUT-2", "SESSION-2"},
 			Tools: []string{"get_sandbox", "set_sandbox_timeout", "kill_sandbox"},
 			Title: "without a default sandbox, get_sandbox {} and set_sandbox_timeout {timeout} are tool errors that make no " +
@@ -38,42 +38,42 @@ func defaultSpecs() []Spec {
 			Body: specNoDefaultLifecycle,
 		},
 		{
-			ID: "default.timeout-uses-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.timeout-uses-default",
 			Rules: []string{"TIMEOUT-2"},
 			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
 			Title: "set_sandbox_timeout without sandbox_id updates the session's default sandbox and no other",
 			Body:  specTimeoutUsesDefault,
 		},
 		{
-			ID: "default.list-never-sets-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.list-never-sets-default",
 			Rules: []string{"LIST-2"},
 			Tools: []string{"list_sandboxes", "create_sandbox", "get_sandbox", "run_command"},
 			Title: "list_sandboxes never picks or changes the default: without one there is still none, with one it stays",
 			Body:  specListNeverSetsDefault,
 		},
 		{
-			ID: "default.kill-clears-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.kill-clears-default",
 			Rules: []string{"SESSION-3"},
 			Tools: []string{"create_sandbox", "kill_sandbox", "get_sandbox", "set_sandbox_timeout"},
 			Title: "kill_sandbox {} kills the default sandbox and clears the default, so a following get_sandbox {} is a tool error",
 			Body:  specKillClearsDefault,
 		},
 		{
-			ID: "default.kill-gone-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.kill-gone-default",
 			Rules: []string{"SESSION-3"},
 			Tools: []string{"create_sandbox", "kill_sandbox"},
 			Title: "kill_sandbox {} on a default sandbox that has already expired is a not_found tool error",
 			Body:  specKillGoneDefault,
 		},
 		{
-			ID: "default.exec-creates-default", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.exec-creates-default",
 			Rules: []string{"SESSION-2", "CREATE-5"},
 			Tools: []string{"run_command", "get_sandbox"},
 			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the default and is owned",
 			Body:  specExecCreatesDefault,
 		},
 		{
-			ID: "default.sessions-independent", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.sessions-independent",
 			Rules: []string{"SESSION-1", "SESSION-2"},
 			Tools: []string{"create_sandbox", "get_sandbox", "run_command"},
 			Title: "two sessions have independent defaults: one session's create is not the other's default",

@@ -34,7 +34,7 @@ const concurrentCreateDelay = 400 * time.Millisecond
 func defaultConcurrentSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "default.concurrent-implicit-create", Family: FamilyDefault, NeedsFake: true,
+			ID:    "default.concurrent-implicit-create",
 			Rules: []string{"SESSION-2", "SESSION-1"},
 			Tools: []string{"run_command"},
 			Title: "data-plane calls sent at once without sandbox_id and without a default create exactly one sandbox, " +

@@ -27,7 +27,7 @@ const lcDefaultProvider = "e2b"
 func delegationSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "delegation.list-delegates", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.list-delegates",
 			Rules: []string{"LIST-1", "LIST-2", "LIST-5", "LIST-6", "SDK-1"},
 			Tools: []string{"list_sandboxes"},
 			Title: "list_sandboxes calls only GET /v2/sandboxes with the platform's own query parameters and returns every " +
@@ -35,14 +35,14 @@ func delegationSpecs() []Spec {
 			Body: specListDelegates,
 		},
 		{
-			ID: "delegation.list-status-filter", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.list-status-filter",
 			Rules: []string{"LIST-1", "LIST-6"},
 			Tools: []string{"list_sandboxes"},
 			Title: "list_sandboxes passes status to the platform as its state parameter and returns only sandboxes in that state",
 			Body:  specListStatusFilter,
 		},
 		{
-			ID: "delegation.list-offset-walks-cursor", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.list-offset-walks-cursor",
 			Rules: []string{"LIST-4", "LIST-5", "LIST-6", "SDK-1"},
 			Tools: []string{"list_sandboxes"},
 			Title: "list_sandboxes honours an offset beyond the first platform page by walking X-Next-Token, asking for at " +
@@ -50,7 +50,7 @@ func delegationSpecs() []Spec {
 			Body: specListOffsetWalksCursor,
 		},
 		{
-			ID: "delegation.get-external", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.get-external",
 			Rules: []string{"GET-1", "GET-3", "GET-6", "SDK-1", "SDK-3"},
 			Tools: []string{"get_sandbox"},
 			Title: "get_sandbox on an external ID makes exactly one GET /sandboxes/{id}: no connect, no daemon call, no " +
@@ -58,7 +58,7 @@ func delegationSpecs() []Spec {
 			Body: specGetExternal,
 		},
 		{
-			ID: "delegation.get-owned-refreshes", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.get-owned-refreshes",
 			Rules: []string{"GET-1", "GET-3", "GET-5", "SDK-1"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
 			Title: "get_sandbox on an owned sandbox refreshes it with one GET /sandboxes/{id} and reports the platform's " +
@@ -66,14 +66,14 @@ func delegationSpecs() []Spec {
 			Body: specGetOwnedRefreshes,
 		},
 		{
-			ID: "delegation.set-timeout-owned", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.set-timeout-owned",
 			Rules: []string{"TIMEOUT-3", "SDK-1"},
 			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
 			Title: `set_sandbox_timeout on an owned sandbox makes one POST /sandboxes/{id}/timeout with {"timeout": N}`,
 			Body:  specSetTimeoutOwned,
 		},
 		{
-			ID: "delegation.set-timeout-external", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.set-timeout-external",
 			Rules: []string{"TIMEOUT-6", "SDK-1", "SDK-3"},
 			Tools: []string{"set_sandbox_timeout"},
 			Title: "set_sandbox_timeout on an external ID makes one POST /sandboxes/{id}/timeout and nothing else: no " +
@@ -81,7 +81,7 @@ func delegationSpecs() []Spec {
 			Body: specSetTimeoutExternal,
 		},
 		{
-			ID: "delegation.kill-external", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.kill-external",
 			Rules: []string{"SESSION-3", "SDK-1", "SDK-3"},
 			Tools: []string{"kill_sandbox"},
 			Title: "kill_sandbox on an external ID makes one DELETE /sandboxes/{id} without connecting, and a second kill " +
@@ -89,7 +89,7 @@ func delegationSpecs() []Spec {
 			Body: specKillExternal,
 		},
 		{
-			ID: "delegation.unknown-provider-prefix", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.unknown-provider-prefix",
 			Rules: []string{"GET-7", "SDK-2"},
 			Tools: []string{"get_sandbox", "set_sandbox_timeout", "kill_sandbox"},
 			Title: "a provider:id naming a provider that is not configured is an invalid_argument tool error and no " +
@@ -97,14 +97,14 @@ func delegationSpecs() []Spec {
 			Body: specUnknownProviderPrefix,
 		},
 		{
-			ID: "delegation.qualified-default-id", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.qualified-default-id",
 			Rules: []string{"GET-7", "SDK-2", "META-5"},
 			Tools: []string{"get_sandbox", "set_sandbox_timeout", "kill_sandbox"},
 			Title: `"e2b:<id>" routes get, set-timeout and kill to the default provider and results give the ID back bare`,
 			Body:  specQualifiedDefaultID,
 		},
 		{
-			ID: "delegation.route-table-only", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.route-table-only",
 			Rules: []string{"SDK-1", "LIST-6"},
 			Tools: []string{"create_sandbox", "list_sandboxes", "get_sandbox", "set_sandbox_timeout", "kill_sandbox", "run_command"},
 			Title: "every platform request the lifecycle tools make, through a whole session, is a route of the platform's " +
@@ -112,21 +112,21 @@ func delegationSpecs() []Spec {
 			Body: specRouteTableOnly,
 		},
 		{
-			ID: "delegation.by-id-releases-connections", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.by-id-releases-connections",
 			Rules: []string{"GET-6", "TIMEOUT-6"},
 			Tools: []string{"get_sandbox", "set_sandbox_timeout"},
 			Title: "get_sandbox and set_sandbox_timeout on an external ID leave no connection to the provider open after they return",
 			Body:  specByIDReleasesConnections,
 		},
 		{
-			ID: "delegation.create-omits-resources", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.create-omits-resources",
 			Rules: []string{"CREATE-2"},
 			Tools: []string{"create_sandbox"},
 			Title: "create_sandbox without cpu or memory sends neither cpuCount nor memoryMB to the platform",
 			Body:  specCreateOmitsResources,
 		},
 		{
-			ID: "delegation.create-no-team", Family: FamilyDelegation, NeedsFake: true,
+			ID:    "delegation.create-no-team",
 			Rules: []string{"CREATE-4"},
 			Tools: []string{"create_sandbox"},
 			Title: "create_sandbox defines no team argument and rejects one with an invalid_argument error before any request",

@@ -407,29 +407,26 @@ func errsRunCase(env *errsEnv, c *errsChecker, m errsMode, f errsFault) {
 	c.success(label+", then the same call without the fault", env.s.Call(env.ctx, m.tool, args))
 }
 
-// errsMatrixSpec is a spec running the given faults on the given modes.
-func errsMatrixSpec(id, title string, modes func() []errsMode, faults []errsFault) Spec {
-	return Spec{
-		ID: id, Family: FamilyErrors, Title: title, NeedsFake: true,
-		Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
-		Body: func(ctx context.Context, tc *TestContext) {
-			env := errsNewEnv(ctx, tc)
-			c := newErrsChecker(tc)
-			ran := 0
-			for _, m := range modes() {
-				if !errsUsable(env, m) {
-					continue
-				}
-				for _, f := range faults {
-					errsRunCase(env, c, m, f)
-					ran++
-				}
+// errsMatrix is the body of a spec running the given faults on the given
+// modes.
+func errsMatrix(modes func() []errsMode, faults []errsFault) func(ctx context.Context, tc *TestContext) {
+	return func(ctx context.Context, tc *TestContext) {
+		env := errsNewEnv(ctx, tc)
+		c := newErrsChecker(tc)
+		ran := 0
+		for _, m := range modes() {
+			if !errsUsable(env, m) {
+				continue
 			}
-			c.done()
-			if ran == 0 {
-				ginkgo.Skip("the server advertises none of the tools this spec needs")
+			for _, f := range faults {
+				errsRunCase(env, c, m, f)
+				ran++
 			}
-		},
+		}
+		c.done()
+		if ran == 0 {
+			ginkgo.Skip("the server advertises none of the tools this spec needs")
+		}
 	}
 }
 
@@ -446,27 +443,36 @@ func errorSpecs() []Spec {
 		default:
 			title = "turns a malformed success body on every tool's platform call into a provider_error tool error (or a success where the call has no body), no raw body, and a usable session"
 		}
-		specs = append(specs, errsMatrixSpec("errors."+f.name, title, errsControlModes, []errsFault{f}))
+		specs = append(specs, Spec{
+			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			Body: errsMatrix(errsControlModes, []errsFault{f}),
+		})
 	}
 	specs = append(specs,
-		errsMatrixSpec("errors.envd-files",
-			"maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable",
-			errsEnvdFileModes, errsFaults()),
-		errsMatrixSpec("errors.envd-rpc",
-			"maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
-			errsEnvdRPCModes, errsFaults()),
+		Spec{
+			ID:    "errors.envd-files",
+			Title: "maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable",
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			Body:  errsMatrix(errsEnvdFileModes, errsFaults()),
+		},
+		Spec{
+			ID:    "errors.envd-rpc",
+			Title: "maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			Body:  errsMatrix(errsEnvdRPCModes, errsFaults()),
+		},
 		errsCreateRejectedSpec(),
 		errsKillGoneSpec(),
 		errsMissingPathSpec(),
 	)
-	return append(specs, deadlineSpecs()...)
+	return specs
 }
 
 // errsCreateRejectedSpec checks CREATE-3: arguments that pass validation
 // but that the platform refuses.
 func errsCreateRejectedSpec() Spec {
 	return Spec{
-		ID: "errors.create-rejected", Family: FamilyErrors, NeedsFake: true,
+		ID:    "errors.create-rejected",
 		Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"}, Tools: []string{"create_sandbox"},
 		Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing",
 		Body: func(ctx context.Context, tc *TestContext) {
@@ -518,7 +524,7 @@ func errsCreateRejectedSpec() Spec {
 // already gone.
 func errsKillGoneSpec() Spec {
 	return Spec{
-		ID: "errors.kill-gone", Family: FamilyErrors, NeedsFake: true,
+		ID:    "errors.kill-gone",
 		Rules: []string{"SESSION-3", "ERR-1", "ERR-2"}, Tools: []string{"kill_sandbox", "create_sandbox"},
 		Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable",
 		Body: func(ctx context.Context, tc *TestContext) {
@@ -545,7 +551,7 @@ func errsKillGoneSpec() Spec {
 // errsMissingPathSpec checks FILE-4.
 func errsMissingPathSpec() Spec {
 	return Spec{
-		ID: "errors.missing-path", Family: FamilyErrors, NeedsFake: true,
+		ID:    "errors.missing-path",
 		Rules: []string{"FILE-4", "ERR-1", "ERR-2"}, Tools: []string{"read_file", "list_files", "download_file"},
 		Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable",
 		Body: func(ctx context.Context, tc *TestContext) {

@@ -25,7 +25,7 @@ const (
 func execSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "exec.run-command-streams", Family: FamilyExec, Rules: []string{"EXEC-1"},
+			ID: "exec.run-command-streams", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command returns stdout and stderr separately, with exit_code 0 and truncated false",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -40,7 +40,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.nonzero-exit-is-result", Family: FamilyExec, Rules: []string{"EXEC-1"},
+			ID: "exec.nonzero-exit-is-result", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command reports a non-zero exit status as a successful result with that exit_code, not as a tool error",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -67,7 +67,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.cwd-and-envs", Family: FamilyExec, Rules: []string{"EXEC-1"},
+			ID: "exec.cwd-and-envs", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command runs in the given cwd with the given envs added to the environment",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -88,7 +88,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.timeout-is-tool-error", Family: FamilyExec, Rules: []string{"EXEC-1"},
+			ID: "exec.timeout-is-tool-error", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command fails promptly with a tool error of category timeout when the command outlives timeout, and kills it",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -116,7 +116,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.run-code-bash", Family: FamilyExec, Rules: []string{"EXEC-2"},
+			ID: "exec.run-code-bash", Rules: []string{"EXEC-2"},
 			Tools: []string{"run_code"},
 			Title: "run_code with language bash runs the program and returns the same shape as run_command",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -130,7 +130,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.run-code-default-python", Family: FamilyExec, Rules: []string{"EXEC-2"},
+			ID: "exec.run-code-default-python", Rules: []string{"EXEC-2"},
 			Tools: []string{"run_code"},
 			Title: "run_code without language runs Python: the program's output, or exit_code 127 or a categorized tool error when the template has no Python",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -140,7 +140,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.run-code-javascript", Family: FamilyExec, Rules: []string{"EXEC-2"},
+			ID: "exec.run-code-javascript", Rules: []string{"EXEC-2"},
 			Tools: []string{"run_code"},
 			Title: "run_code with language javascript runs the program with Node: its output, or exit_code 127 or a categorized tool error when the template has no Node",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -150,7 +150,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.output-cap-head-tail", Family: FamilyExec, Rules: []string{"EXEC-3", "EXEC-2"},
+			ID: "exec.output-cap-head-tail", Rules: []string{"EXEC-3", "EXEC-2"},
 			Tools: []string{"run_command", "run_code"},
 			Title: "run_command and run_code cut a stream over 64 KiB in the middle, keeping its head and tail, and sets truncated",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -180,7 +180,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.implicit-create", Family: FamilyExec, Rules: []string{"SESSION-2"}, NeedsFake: true,
+			ID: "exec.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"run_command", "run_code", "get_sandbox"},
 			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -190,7 +190,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.run-code-implicit-create", Family: FamilyExec, Rules: []string{"SESSION-2"}, NeedsFake: true,
+			ID: "exec.run-code-implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"run_command", "run_code", "get_sandbox"},
 			Title: "run_code without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -200,7 +200,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.renews-owned", Family: FamilyExec, Rules: []string{"RENEW-1"}, NeedsFake: true,
+			ID: "exec.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "run_command", "run_code"},
 			Title: "run_command and run_code on an owned sandbox renew it to the session's renewal policy before returning",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -218,7 +218,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.renews-implicit-default", Family: FamilyExec, Rules: []string{"RENEW-1"}, NeedsFake: true,
+			ID: "exec.renews-implicit-default", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"run_command"},
 			Title: "run_command renews an implicitly created sandbox to 300 s, the policy of a sandbox created without timeout",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -233,7 +233,7 @@ func execSpecs() []Spec {
 			},
 		},
 		{
-			ID: "exec.external-connect-no-renew", Family: FamilyExec, Rules: []string{"RENEW-2", "EXEC-1"}, NeedsFake: true,
+			ID: "exec.external-connect-no-renew", Rules: []string{"RENEW-2", "EXEC-1"}, NeedsFake: true,
 			Tools: []string{"run_command", "run_code"},
 			Title: "run_command and run_code on an external sandbox reach it through connect and never renew, own or destroy it",
 			Body: func(ctx context.Context, tc *TestContext) {

@@ -25,7 +25,7 @@ type filesEntry struct {
 func filesSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "files.write-creates-parents", Family: FamilyFiles, Rules: []string{"FILE-1", "FILE-3"},
+			ID: "files.write-creates-parents", Rules: []string{"FILE-1", "FILE-3"},
 			Tools: []string{"write_file", "list_files"},
 			Title: "write_file creates missing parent directories and reports the bytes written, counting UTF-8 bytes, not characters",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -49,7 +49,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.read-round-trip", Family: FamilyFiles, Rules: []string{"FILE-1", "FILE-2"},
+			ID: "files.read-round-trip", Rules: []string{"FILE-1", "FILE-2"},
 			Tools: []string{"write_file", "read_file"},
 			Title: "read_file returns exactly the text write_file wrote, including multi-byte UTF-8, control characters, an empty file and an overwrite",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -79,7 +79,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.read-non-utf8-points-to-download", Family: FamilyFiles, Rules: []string{"FILE-2"},
+			ID: "files.read-non-utf8-points-to-download", Rules: []string{"FILE-2"},
 			Tools: []string{"read_file", "run_command"},
 			Title: "read_file of a file that is not valid UTF-8 is a tool error that points to download_file",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -99,7 +99,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.read-over-cap-points-to-download", Family: FamilyFiles, Rules: []string{"FILE-2"},
+			ID: "files.read-over-cap-points-to-download", Rules: []string{"FILE-2"},
 			Tools: []string{"read_file", "run_command"},
 			Title: "read_file of a text file larger than 1 MiB is a tool error that points to download_file, while a file of exactly 1 MiB reads whole",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -120,7 +120,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.list-depth", Family: FamilyFiles, Rules: []string{"FILE-3"},
+			ID: "files.list-depth", Rules: []string{"FILE-3"},
 			Tools: []string{"list_files", "write_file", "run_command"},
 			Title: "list_files returns name, absolute path, type (file, directory, symlink) and size of each entry, down to the given depth",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -169,7 +169,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.missing-path-not-found", Family: FamilyFiles, Rules: []string{"FILE-4"},
+			ID: "files.missing-path-not-found", Rules: []string{"FILE-4"},
 			Tools: []string{"read_file", "list_files"},
 			Title: "read_file and list_files of a path that does not exist are tool errors of category not_found",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -181,7 +181,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.implicit-create", Family: FamilyFiles, Rules: []string{"SESSION-2"}, NeedsFake: true,
+			ID: "files.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"write_file", "read_file", "get_sandbox"},
 			Title: "write_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -191,7 +191,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.list-implicit-create", Family: FamilyFiles, Rules: []string{"SESSION-2"}, NeedsFake: true,
+			ID: "files.list-implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"list_files", "write_file", "get_sandbox"},
 			Title: "list_files without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -201,7 +201,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.renews-owned", Family: FamilyFiles, Rules: []string{"RENEW-1"}, NeedsFake: true,
+			ID: "files.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "write_file", "read_file", "list_files"},
 			Title: "write_file, read_file and list_files on an owned sandbox renew it to the session's renewal policy before returning",
 			Body: func(ctx context.Context, tc *TestContext) {
@@ -220,7 +220,7 @@ func filesSpecs() []Spec {
 			},
 		},
 		{
-			ID: "files.external-no-renew", Family: FamilyFiles, Rules: []string{"RENEW-2"}, NeedsFake: true,
+			ID: "files.external-no-renew", Rules: []string{"RENEW-2"}, NeedsFake: true,
 			Tools: []string{"write_file", "read_file", "list_files"},
 			Title: "write_file, read_file and list_files on an external sandbox reach it through connect and never renew it",
 			Body: func(ctx context.Context, tc *TestContext) {

@@ -60,11 +60,6 @@ func leakLogScan(tc *TestContext, c *errsChecker, mark int, extra ...string) {
 	c.noLeak("the server's log", logs, extra...)
 }
 
-// leakSpec builds one spec of the family.
-func leakSpec(id, title string, rules, tools []string, body func(ctx context.Context, tc *TestContext)) Spec {
-	return Spec{ID: id, Title: title, Family: FamilyLeakage, Rules: rules, Tools: tools, NeedsFake: true, Body: body}
-}
-
 // leakCall makes a call that must succeed and scans its result.
 func leakCall(ctx context.Context, tc *TestContext, c *errsChecker, s *Session, label, tool string, args map[string]any) *Result {
 	r := s.Call(ctx, tool, args)
@@ -137,10 +132,12 @@ func leakBaitBodies(status int) []string {
 
 func leakageSpecs() []Spec {
 	return []Spec{
-		leakSpec("leakage.lifecycle-success",
-			"create, get (owned and external), list, set_sandbox_timeout and kill_sandbox succeed with structuredContent valid against their output schemas, and neither their results nor the server's log hold a token, environment variable, user metadata, client ID, domain, API key, URL or stack trace",
-			[]string{"META-4", "CREATE-6", "ERR-3", "TOOLS-3"}, []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout", "kill_sandbox"},
-			func(ctx context.Context, tc *TestContext) {
+		{
+			ID:    "leakage.lifecycle-success",
+			Title: "create, get (owned and external), list, set_sandbox_timeout and kill_sandbox succeed with structuredContent valid against their output schemas, and neither their results nor the server's log hold a token, environment variable, user metadata, client ID, domain, API key, URL or stack trace",
+			Rules: []string{"META-4", "CREATE-6", "ERR-3", "TOOLS-3"},
+			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout", "kill_sandbox"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				mark := len(tc.Logs())
 				s := tc.Connect(ctx)
 				c := newErrsChecker(tc)
@@ -158,11 +155,13 @@ func leakageSpecs() []Spec {
 				leakLogScan(tc, c, mark, leakPlanted...)
 				c.done()
 				gomega.Expect(tc.Fake.Canaries()).NotTo(gomega.BeEmpty(), "the fake handed out no secret to look for")
-			}),
-		leakSpec("leakage.dataplane-success",
-			"every execution, file, background and binary tool succeeds on owned and external sandboxes with structuredContent valid against its output schema, and neither its result nor the server's log holds a secret of the fake, a URL or a stack trace",
-			[]string{"META-4", "ERR-3", "TOOLS-3"}, nil,
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "leakage.dataplane-success",
+			Title: "every execution, file, background and binary tool succeeds on owned and external sandboxes with structuredContent valid against its output schema, and neither its result nor the server's log holds a secret of the fake, a URL or a stack trace",
+			Rules: []string{"META-4", "ERR-3", "TOOLS-3"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				mark := len(tc.Logs())
 				s := tc.Connect(ctx)
 				c := newErrsChecker(tc)
@@ -203,11 +202,13 @@ func leakageSpecs() []Spec {
 				}
 				leakLogScan(tc, c, mark, leakPlanted...)
 				c.done()
-			}),
-		leakSpec("leakage.faults",
-			"under every fault kind (each status with the fake's canary body or a body holding a raw message, an internal URL and a stack trace; a reset; a malformed body) on every tool's platform and daemon calls, no result and no log line holds any of them",
-			[]string{"ERR-3", "META-4"}, nil,
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "leakage.faults",
+			Title: "under every fault kind (each status with the fake's canary body or a body holding a raw message, an internal URL and a stack trace; a reset; a malformed body) on every tool's platform and daemon calls, no result and no log line holds any of them",
+			Rules: []string{"ERR-3", "META-4"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				mark := len(tc.Logs())
 				env := errsNewEnv(ctx, tc)
 				c := newErrsChecker(tc)
@@ -250,11 +251,13 @@ func leakageSpecs() []Spec {
 				}
 				leakLogScan(tc, c, mark, leakRawMsg, leakRawHost)
 				c.done()
-			}),
-		leakSpec("leakage.validation-no-echo",
-			"a rejected call of every tool echoes no part of a distinctive submitted value, neither in its result nor in the server's log",
-			[]string{"VAL-6", "ERR-3"}, nil,
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "leakage.validation-no-echo",
+			Title: "a rejected call of every tool echoes no part of a distinctive submitted value, neither in its result nor in the server's log",
+			Rules: []string{"VAL-6", "ERR-3"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				mark := len(tc.Logs())
 				s := tc.Connect(ctx)
 				c := newErrsChecker(tc)
@@ -309,11 +312,14 @@ func leakageSpecs() []Spec {
 				}
 				leakLogScan(tc, c, mark, leakValBait, "zqvalsecret")
 				c.done()
-			}),
-		leakSpec("leakage.metadata-shape",
-			"create, get and list return metadata with exactly the nine keys, times in RFC 3339 UTC or null, and the bare sandbox_id of the default provider, which set_sandbox_timeout, kill_sandbox and start_background_command return bare too",
-			[]string{"META-1", "META-2", "META-5", "CREATE-6"}, []string{"create_sandbox", "get_sandbox", "list_sandboxes"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "leakage.metadata-shape",
+			Title: "create, get and list return metadata with exactly the nine keys, times in RFC 3339 UTC or null, and the bare sandbox_id of the default provider, which set_sandbox_timeout, kill_sandbox and start_background_command return bare too",
+			Rules: []string{"META-1", "META-2", "META-5", "CREATE-6"},
+			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				c := newErrsChecker(tc)
 				ext := leakSeed(tc)
@@ -351,11 +357,14 @@ func leakageSpecs() []Spec {
 					}
 				}
 				c.done()
-			}),
-		leakSpec("leakage.metadata-unreported",
-			"a resource or time the platform did not report is null in get and list results, never 0 or an empty string, and the nine keys stay",
-			[]string{"META-3", "META-2", "META-1"}, []string{"get_sandbox", "list_sandboxes"},
-			func(ctx context.Context, tc *TestContext) {
+			},
+		},
+		{
+			ID:    "leakage.metadata-unreported",
+			Title: "a resource or time the platform did not report is null in get and list results, never 0 or an empty string, and the nine keys stay",
+			Rules: []string{"META-3", "META-2", "META-1"},
+			Tools: []string{"get_sandbox", "list_sandboxes"},
+			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				c := newErrsChecker(tc)
 				bare := tc.Seed(fakeprovider.SandboxSeed{Omit: []string{"cpuCount", "memoryMB", "diskSizeMB"}})
@@ -384,7 +393,8 @@ func leakageSpecs() []Spec {
 					}
 				}
 				c.done()
-			}),
+			},
+		},
 	}
 }
 

@@ -17,7 +17,7 @@ var metadataZones = []*time.Location{
 func leakageTimeSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "leakage.metadata-times-in-utc", Family: FamilyLeakage, NeedsFake: true,
+			ID:    "leakage.metadata-times-in-utc",
 			Rules: []string{"META-2"},
 			Tools: []string{"get_sandbox", "list_sandboxes"},
 			Title: "times the platform writes with a UTC offset (+05:30, -08:00) come back from get_sandbox and list_sandboxes " +

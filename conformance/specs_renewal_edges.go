@@ -21,7 +21,7 @@ import (
 func renewalEdgeSpecs() []Spec {
 	return []Spec{
 		{
-			ID: "renewal.external-keeps-end-time", Family: FamilyRenewal, NeedsFake: true,
+			ID:    "renewal.external-keeps-end-time",
 			Rules: []string{"RENEW-2"},
 			Tools: []string{"run_command"},
 			Title: "every tool run on an external sandbox near its end leaves its end time exactly as it was, and the connect " +
@@ -29,7 +29,7 @@ func renewalEdgeSpecs() []Spec {
 			Body: specExternalKeepsEndTime,
 		},
 		{
-			ID: "renewal.failed-calls-renew", Family: FamilyRenewal, NeedsFake: true,
+			ID:    "renewal.failed-calls-renew",
 			Rules: []string{"RENEW-1"},
 			Tools: []string{"create_sandbox", "set_sandbox_timeout", "read_file"},
 			Title: "a call on an owned sandbox that the provider answered with a failure (a missing path, a cwd that does not " +
@@ -37,7 +37,7 @@ func renewalEdgeSpecs() []Spec {
 			Body: specFailedCallsRenew,
 		},
 		{
-			ID: "renewal.unanswered-call", Family: FamilyRenewal, NeedsFake: true,
+			ID:    "renewal.unanswered-call",
 			Rules: []string{"RENEW-1", "ERR-1"},
 			Tools: []string{"create_sandbox", "set_sandbox_timeout", "read_file"},
 			Title: "a call whose daemon request the provider never answers (connection reset) is a categorized tool error; " +
