@@ -5,13 +5,16 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
 
-// createSandbox calls create_sandbox with args (nil means none), asserts a
+// mustCreate calls create_sandbox with args (nil means none), asserts a
 // successful result with a sandbox_id, and, against the fake, that the
 // provider has that sandbox. It returns the ID as the server reported it.
-func createSandbox(ctx context.Context, tc *TestContext, s *Session, args map[string]any) string {
+func (s *Session) mustCreate(ctx context.Context, args map[string]any) string {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	if args == nil {
 		args = map[string]any{}
 	}
@@ -33,3 +36,14 @@ func skipOrFail(tc *TestContext, msg string) {
 	}
 	ginkgo.Skip(msg)
 }
+
+// journal is a run of the fake provider's journal entries, in order: what
+// the lifecycle and data-plane specs read and assert on. Its methods say
+// what they keep or check.
+type journal []fakeprovider.Entry
+
+// journal returns every entry the fake has recorded since its last reset.
+func (tc *TestContext) journal() journal { return tc.Fake.Journal().Entries() }
+
+// journalFor returns the entries of one sandbox.
+func (tc *TestContext) journalFor(id string) journal { return tc.Fake.Journal().ForSandbox(id) }

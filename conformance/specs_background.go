@@ -57,8 +57,8 @@ func backgroundSpecs() []Spec {
 			Title: "get_background_command reports running false and the exit_code once the command ended, with its cwd and envs honoured",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("bgcwd")
-				dpRun(ctx, tc, s, "mkdir -p "+dir)
+				dir := scratchDir("bgcwd")
+				s.runCommand(ctx, "mkdir -p "+dir)
 				id, _ := bgStart(ctx, tc, s, map[string]any{
 					"command": `pwd; echo "[$SBK_BG]"; echo to-err >&2; exit 7`,
 					"cwd":     dir,
@@ -83,7 +83,7 @@ func backgroundSpecs() []Spec {
 			Title: "reading a running command from next_cursor in small pieces returns every byte of stdout and stderr exactly once",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dpRun(ctx, tc, s, "true")
+				s.runCommand(ctx, "true")
 				id, _ := bgStart(ctx, tc, s, map[string]any{
 					"command": `for i in $(seq 1 200); do echo line-$i; if [ $((i % 10)) -eq 0 ]; then echo err-$i >&2; fi; sleep 0.01; done`,
 				})
@@ -109,8 +109,8 @@ func backgroundSpecs() []Spec {
 			Title: "kill_background_command with SIGTERM (the default) or SIGKILL answers success true and the command stops",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("bgkill")
-				dpRun(ctx, tc, s, "mkdir -p "+dir)
+				dir := scratchDir("bgkill")
+				s.runCommand(ctx, "mkdir -p "+dir)
 				for _, sig := range []string{"", "SIGTERM", "SIGKILL"} {
 					marker := dir + "/after-" + strings.ToLower(sig)
 					id, _ := bgStart(ctx, tc, s, map[string]any{"command": "echo up; sleep 1.5; echo late > " + marker + "; sleep 30"})
@@ -130,7 +130,7 @@ func backgroundSpecs() []Spec {
 					gomega.Expect(*o.ExitCode).NotTo(gomega.Equal(0), "signal %q: a killed command did not succeed", sig)
 				}
 				time.Sleep(1600 * time.Millisecond)
-				out := dpRun(ctx, tc, s, "ls "+dir)
+				out := s.runCommand(ctx, "ls "+dir)
 				gomega.Expect(out.Stdout).To(gomega.BeEmpty(), "a killed command must not go on running")
 			},
 		},
@@ -174,9 +174,7 @@ func backgroundSpecs() []Spec {
 			Tools: []string{"start_background_command", "get_sandbox"},
 			Title: "start_background_command without sandbox_id and without a default creates one sandbox, names it in sandbox_id and makes it the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectImplicitCreate(ctx, tc,
-					dpImplicitCase{"start_background_command", map[string]any{"command": "echo one"}},
-					dpImplicitCase{"start_background_command", map[string]any{"command": "echo two"}})
+				tc.expectImplicitCreate(ctx, dpImplicitCase{"start_background_command", map[string]any{"command": "echo one"}}, dpImplicitCase{"start_background_command", map[string]any{"command": "echo two"}})
 			},
 		},
 		{
@@ -186,7 +184,7 @@ func backgroundSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				var cmd string
 				s := tc.Connect(ctx)
-				id := dpCreate(ctx, tc, s, 150)
+				id := s.createWithTimeout(ctx, 150)
 				steps := []struct {
 					tool     string
 					args     func() map[string]any
@@ -204,7 +202,7 @@ func backgroundSpecs() []Spec {
 						cmd = r.String("command_id")
 						gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(id))
 					}
-					dpExpectRenewedSince(tc, st.tool, id, mark, 150, st.wantEnvd)
+					tc.expectRenewedSince(st.tool, id, mark, 150, st.wantEnvd)
 				}
 			},
 		},
@@ -220,8 +218,8 @@ func backgroundSpecs() []Spec {
 				gomega.Expect(sb).To(gomega.Equal(ext), "sandbox_id names the external sandbox the command runs in")
 				gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, s, id, "", 0).Stdout == "ext\n" })).To(gomega.BeTrue())
 				tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
-				dpExpectExternalUntouched(tc, "background tools", ext, mark, true)
-				gomega.Expect(dpLiveCreated(tc)).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
+				tc.expectExternalUntouchedSince("background tools", ext, mark, true)
+				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
 			},
 		},
 	}
@@ -235,7 +233,7 @@ func bgStart(ctx context.Context, tc *TestContext, s *Session, args map[string]a
 		CommandID string `json:"command_id"`
 		SandboxID string `json:"sandbox_id"`
 	}
-	dpDecode(tc, s.Call(ctx, "start_background_command", args), &out, "command_id", "sandbox_id")
+	tc.decode(s.Call(ctx, "start_background_command", args), &out, "command_id", "sandbox_id")
 	gomega.Expect(out.CommandID).NotTo(gomega.BeEmpty(), "start_background_command: empty command_id")
 	return out.CommandID, out.SandboxID
 }
@@ -252,7 +250,7 @@ func bgGet(ctx context.Context, tc *TestContext, s *Session, id, cursor string, 
 		args["max_bytes"] = maxBytes
 	}
 	var o bgOut
-	dpDecode(tc, s.Call(ctx, "get_background_command", args), &o, "running", "exit_code", "stdout", "stderr", "next_cursor", "truncated")
+	tc.decode(s.Call(ctx, "get_background_command", args), &o, "running", "exit_code", "stdout", "stderr", "next_cursor", "truncated")
 	if o.Running {
 		gomega.Expect(o.ExitCode).To(gomega.BeNil(), "exit_code must be null while the command runs")
 	}

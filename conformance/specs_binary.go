@@ -50,7 +50,7 @@ func binarySpecs() []Spec {
 				for i := 255; i >= 0; i-- { // and every value after every other kind of byte
 					data = append(data, byte(i))
 				}
-				file := dpScratch("allbytes") + "/nested/dir/all.bin"
+				file := scratchDir("allbytes") + "/nested/dir/all.bin"
 				binRoundTrip(ctx, tc, s, file, data)
 			},
 		},
@@ -62,7 +62,7 @@ func binarySpecs() []Spec {
 				s := tc.Connect(ctx)
 				data := make([]byte, 2<<20+3) // not a multiple of 3: the encoding ends in padding
 				_, _ = rand.Read(data)
-				file := dpScratch("random") + "/random.bin"
+				file := scratchDir("random") + "/random.bin"
 				binRoundTrip(ctx, tc, s, file, data)
 				// Uploading again to the same path replaces the file.
 				binRoundTrip(ctx, tc, s, file, []byte{0, 1, 2, 0xff})
@@ -76,7 +76,7 @@ func binarySpecs() []Spec {
 				s := tc.Connect(ctx)
 				data := make([]byte, 1000)
 				_, _ = rand.Read(data)
-				file := dpScratch("maxbytes") + "/f.bin"
+				file := scratchDir("maxbytes") + "/f.bin"
 				binUpload(ctx, tc, s, file, data)
 				for _, n := range []int{1, 100, 999} {
 					d := binDownload(ctx, tc, s, file, n)
@@ -106,7 +106,7 @@ func binarySpecs() []Spec {
 			Title: "upload_file of more than 16 MiB decoded is a validation error naming data_base64, and writes nothing",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				file := dpScratch("overcap") + "/big.bin"
+				file := scratchDir("overcap") + "/big.bin"
 				// 16 MiB + 1 byte encodes to as many characters as 16 MiB do
 				// (22369624), so a length check on the encoding alone lets it
 				// through: only the decoded size is over the cap. The call has
@@ -136,7 +136,7 @@ func binarySpecs() []Spec {
 			Title: "upload_file rejects base64 that is not strict standard encoding (URL-safe alphabet, missing padding, line breaks, non-zero pad bits) as a validation error",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("b64")
+				dir := scratchDir("b64")
 				data := []byte("sandboxkit\xfb\xef\xbe\xff\xff-strict")
 				std := base64.StdEncoding.EncodeToString(data)
 				url := base64.URLEncoding.EncodeToString(data)
@@ -174,8 +174,8 @@ func binarySpecs() []Spec {
 			Title: "download_file of a path that does not exist is a tool error of category not_found",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": dpScratch("nofile") + "/missing.bin"}), "not_found")
-				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": dpScratch("nofile") + "/missing.bin", "max_bytes": 10}), "not_found")
+				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": scratchDir("nofile") + "/missing.bin"}), "not_found")
+				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": scratchDir("nofile") + "/missing.bin", "max_bytes": 10}), "not_found")
 			},
 		},
 		{
@@ -183,9 +183,7 @@ func binarySpecs() []Spec {
 			Tools: []string{"upload_file", "download_file", "get_sandbox"},
 			Title: "upload_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectImplicitCreate(ctx, tc,
-					dpImplicitCase{"upload_file", map[string]any{"path": "/tmp/sbk-implicit.bin", "data_base64": "AAEC"}},
-					dpImplicitCase{"download_file", map[string]any{"path": "/tmp/sbk-implicit.bin"}})
+				tc.expectImplicitCreate(ctx, dpImplicitCase{"upload_file", map[string]any{"path": "/tmp/sbk-implicit.bin", "data_base64": "AAEC"}}, dpImplicitCase{"download_file", map[string]any{"path": "/tmp/sbk-implicit.bin"}})
 			},
 		},
 		{
@@ -193,8 +191,8 @@ func binarySpecs() []Spec {
 			Tools: []string{"create_sandbox", "upload_file", "download_file"},
 			Title: "upload_file and download_file on an owned sandbox renew it to the session's renewal policy before returning",
 			Body: func(ctx context.Context, tc *TestContext) {
-				file := dpScratch("renew") + "/f.bin"
-				dpExpectRenewals(ctx, tc, 75, []dpRenewalCase{
+				file := scratchDir("renew") + "/f.bin"
+				tc.expectRenewals(ctx, 75, []dpRenewalCase{
 					{Tool: "upload_file", WantEnvd: true, Args: func(id string) map[string]any {
 						return map[string]any{"path": file, "data_base64": "/wABAg==", "sandbox_id": id}
 					}},
@@ -212,12 +210,12 @@ func binarySpecs() []Spec {
 				ext := tc.Seed(fakeprovider.SandboxSeed{})
 				s := tc.Connect(ctx)
 				mark := tc.Fake.Journal().Len()
-				file := dpScratch("ext") + "/f.bin"
+				file := scratchDir("ext") + "/f.bin"
 				data := []byte{0, 0xff, 0x80, 'x'}
 				binUpload(ctx, tc, s, file, data, ext)
 				gomega.Expect(binDecodeStd(binDownload(ctx, tc, s, file, 0, ext).DataBase64)).To(gomega.Equal(data))
-				dpExpectExternalUntouched(tc, "binary tools", ext, mark, true)
-				gomega.Expect(dpLiveCreated(tc)).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
+				tc.expectExternalUntouchedSince("binary tools", ext, mark, true)
+				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
 			},
 		},
 	}
@@ -244,7 +242,7 @@ func binUpload(ctx context.Context, tc *TestContext, s *Session, file string, da
 		args["sandbox_id"] = sandboxID[0]
 	}
 	var out binUploadOut
-	dpDecode(tc, s.Call(ctx, "upload_file", args), &out, "path", "size", "sha256")
+	tc.decode(s.Call(ctx, "upload_file", args), &out, "path", "size", "sha256")
 	gomega.Expect(out.Path).To(gomega.Equal(file), "upload_file: path is the path given")
 	gomega.Expect(out.Size).To(gomega.Equal(int64(len(data))), "upload_file: size is the decoded size")
 	gomega.Expect(out.SHA256).To(gomega.Equal(binSHA(data)), "upload_file: sha256 of the bytes written, lowercase hex")
@@ -262,7 +260,7 @@ func binDownload(ctx context.Context, tc *TestContext, s *Session, file string, 
 		args["sandbox_id"] = sandboxID[0]
 	}
 	var out binDownloadOut
-	dpDecode(tc, s.Call(ctx, "download_file", args), &out, "path", "size", "sha256", "data_base64", "truncated")
+	tc.decode(s.Call(ctx, "download_file", args), &out, "path", "size", "sha256", "data_base64", "truncated")
 	gomega.Expect(out.Path).To(gomega.Equal(file), "download_file: path is the path given")
 	return out
 }

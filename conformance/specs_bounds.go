@@ -238,7 +238,7 @@ func boundsReject(ctx context.Context, tc *TestContext, s *Session, tool string,
 		// The first failure of a case says enough (a success fails every
 		// later check too).
 		if msgs := gomega.InterceptGomegaFailures(func() { tc.ExpectInvalidField(r, c.field, c.bait...) }); len(msgs) > 0 {
-			problems = append(problems, fmt.Sprintf("%s %s: %s", tool, c.name, errsOneLine(msgs[0])))
+			problems = append(problems, fmt.Sprintf("%s %s: %s", tool, c.name, failureLine(msgs[0])))
 		}
 		if n := tc.Fake.Journal().Len(); n > 0 {
 			problems = append(problems, fmt.Sprintf("%s %s: the server made %d platform request(s) (%s) for a rejected call",

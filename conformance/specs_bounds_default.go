@@ -42,7 +42,7 @@ func boundsWithDefaultSpecs() []Spec {
 
 func specEmptyIDWithDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	def := createSandbox(ctx, tc, s, nil)
+	def := s.mustCreate(ctx, nil)
 	before, _ := tc.Fake.Sandbox(def)
 	tc.Clock.Advance(5 * time.Second) // a renewal by mistake would move endAt
 	checked := 0

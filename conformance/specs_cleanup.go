@@ -62,31 +62,31 @@ func cleanupSpecs() []Spec {
 	}
 }
 
-// lcExpectKilledOnce asserts that each sandbox is gone and was killed
+// expectKilledOnce asserts that each sandbox is gone and was killed
 // exactly once.
-func lcExpectKilledOnce(tc *TestContext, why string, ids ...string) {
+func (tc *TestContext) expectKilledOnce(why string, ids ...string) {
 	ginkgo.GinkgoHelper()
 	for _, id := range ids {
-		gomega.Expect(lcLive(tc, id)).To(gomega.BeFalse(), "%s: sandbox %s still exists", why, id)
-		gomega.Expect(lcKills(tc, id)).To(gomega.Equal(1), "%s: DELETE /sandboxes/%s requests", why, id)
+		gomega.Expect(tc.live(id)).To(gomega.BeFalse(), "%s: sandbox %s still exists", why, id)
+		gomega.Expect(tc.kills(id)).To(gomega.Equal(1), "%s: DELETE /sandboxes/%s requests", why, id)
 	}
 }
 
 func specCloseDestroysOwned(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	lcRun(ctx, tc, s, "") // creates the default implicitly
+	s.mustRun(ctx, "") // creates the default implicitly
 	live := tc.Fake.LiveSandboxes()
 	gomega.Expect(live).To(gomega.HaveLen(1), "run_command without a default creates one sandbox")
 	implicit := live[0].ID
-	a := lcCreate(ctx, tc, s, nil)
-	b := lcCreate(ctx, tc, s, map[string]any{"timeout": 3600})
+	a := s.mustCreate(ctx, nil)
+	b := s.mustCreate(ctx, map[string]any{"timeout": 3600})
 	owned := []string{implicit, a, b}
 	tc.Fake.Journal().Reset()
 
-	lcClose(ctx, tc, s, owned...)
-	lcExpectKilledOnce(tc, "after the session closed", owned...)
+	tc.closeSession(ctx, s, owned...)
+	tc.expectKilledOnce("after the session closed", owned...)
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.BeZero())
-	for _, e := range tc.Fake.Journal().Entries() {
+	for _, e := range tc.journal() {
 		gomega.Expect(e.Envd).To(gomega.BeFalse(), "the close called a sandbox's daemon (%s)", e.Op)
 		gomega.Expect([]string{sandbox.OpKillSandbox, sandbox.OpGetSandbox}).To(gomega.ContainElement(e.Op),
 			"the close made a %s request: it only destroys", e.Op)
@@ -97,61 +97,61 @@ func specCloseDestroysOwned(ctx context.Context, tc *TestContext) {
 }
 
 func specCloseSparesExternal(ctx context.Context, tc *TestContext) {
-	read, timed, ran := lcSeed(tc), lcSeed(tc), lcSeed(tc)
+	read, timed, ran := tc.seedExternal(), tc.seedExternal(), tc.seedExternal()
 	s := tc.Connect(ctx)
-	own := lcCreate(ctx, tc, s, nil)
-	lcGet(ctx, tc, s, read)
+	own := s.mustCreate(ctx, nil)
+	s.mustGet(ctx, read)
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": timed, "timeout": 600}))
-	lcRun(ctx, tc, s, ran)
+	s.mustRun(ctx, ran)
 	tc.Fake.Journal().Reset()
 
-	lcClose(ctx, tc, s, own)
-	lcExpectKilledOnce(tc, "the owned sandbox", own)
+	tc.closeSession(ctx, s, own)
+	tc.expectKilledOnce("the owned sandbox", own)
 	for _, ext := range []string{read, timed, ran} {
-		lcExpectUntouched(tc, ext, "closing the session")
-		gomega.Expect(tc.Fake.Journal().ForSandbox(ext)).To(gomega.BeEmpty(), "the close made requests for external sandbox %s", ext)
+		tc.expectUntouched(ext, "closing the session")
+		gomega.Expect(tc.journalFor(ext)).To(gomega.BeEmpty(), "the close made requests for external sandbox %s", ext)
 	}
 }
 
 func specCloseSparesListed(ctx context.Context, tc *TestContext) {
-	seeded := []string{lcSeed(tc), lcSeed(tc), lcSeed(tc)}
+	seeded := []string{tc.seedExternal(), tc.seedExternal(), tc.seedExternal()}
 	s := tc.Connect(ctx)
 	r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
-	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(seeded))
-	own := lcCreate(ctx, tc, s, nil)
+	gomega.Expect(listedIDs(r)).To(gomega.ConsistOf(seeded))
+	own := s.mustCreate(ctx, nil)
 	r = tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"limit": 10}))
-	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(append(seeded, own)))
+	gomega.Expect(listedIDs(r)).To(gomega.ConsistOf(append(seeded, own)))
 
-	lcClose(ctx, tc, s, own)
-	lcExpectKilledOnce(tc, "the owned sandbox", own)
+	tc.closeSession(ctx, s, own)
+	tc.expectKilledOnce("the owned sandbox", own)
 	for _, id := range seeded {
-		lcExpectUntouched(tc, id, "closing a session that listed it")
+		tc.expectUntouched(id, "closing a session that listed it")
 	}
 }
 
 func specKilledNotDestroyedAgain(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	byID := lcCreate(ctx, tc, s, nil)
-	kept := lcCreate(ctx, tc, s, nil)
-	def := lcCreate(ctx, tc, s, nil)
+	byID := s.mustCreate(ctx, nil)
+	kept := s.mustCreate(ctx, nil)
+	def := s.mustCreate(ctx, nil)
 	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": byID}))
 	r := tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(def))
-	lcExpectKilledOnce(tc, "kill_sandbox", byID, def)
+	tc.expectKilledOnce("kill_sandbox", byID, def)
 
-	lcClose(ctx, tc, s, kept)
-	lcExpectKilledOnce(tc, "after the session closed", byID, def, kept)
+	tc.closeSession(ctx, s, kept)
+	tc.expectKilledOnce("after the session closed", byID, def, kept)
 }
 
 func specConcurrentCloses(ctx context.Context, tc *TestContext) {
 	const n = 4
 	keeper := tc.Connect(ctx)
-	kept := lcCreate(ctx, tc, keeper, nil)
+	kept := keeper.mustCreate(ctx, nil)
 	sessions := make([]*Session, n)
 	owned := make([][]string, n)
 	for i := range sessions {
 		sessions[i] = tc.Connect(ctx)
-		owned[i] = []string{lcCreate(ctx, tc, sessions[i], nil), lcCreate(ctx, tc, sessions[i], nil)}
+		owned[i] = []string{(sessions[i]).mustCreate(ctx, nil), (sessions[i]).mustCreate(ctx, nil)}
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -168,12 +168,12 @@ func specConcurrentCloses(ctx context.Context, tc *TestContext) {
 		gomega.Expect(errs[i]).NotTo(gomega.HaveOccurred(), "close session %d", i)
 		all = append(all, owned[i]...)
 	}
-	lcWaitGone(ctx, tc, "after the sessions closed", all...)
-	lcSettle(ctx, tc)
-	lcExpectKilledOnce(tc, "concurrent closes", all...)
-	gomega.Expect(lcLive(tc, kept)).To(gomega.BeTrue(), "closing other sessions destroyed the open session's sandbox")
-	gomega.Expect(lcKills(tc, kept)).To(gomega.BeZero())
-	lcExpectDefault(ctx, tc, keeper, kept, "the open session after the others closed")
+	tc.waitGone(ctx, "after the sessions closed", all...)
+	tc.settle(ctx)
+	tc.expectKilledOnce("concurrent closes", all...)
+	gomega.Expect(tc.live(kept)).To(gomega.BeTrue(), "closing other sessions destroyed the open session's sandbox")
+	gomega.Expect(tc.kills(kept)).To(gomega.BeZero())
+	keeper.expectDefault(ctx, kept, "the open session after the others closed")
 }
 
 func specCloseEachTransport(ctx context.Context, tc *TestContext) {
@@ -198,8 +198,8 @@ func specCloseEachTransport(ctx context.Context, tc *TestContext) {
 	}
 	for _, w := range ways {
 		s := w.open()
-		ids := []string{lcCreate(ctx, tc, s, nil), lcCreate(ctx, tc, s, nil)}
-		lcClose(ctx, tc, s, ids...)
-		lcExpectKilledOnce(tc, fmt.Sprintf("after a close by %s", w.name), ids...)
+		ids := []string{s.mustCreate(ctx, nil), s.mustCreate(ctx, nil)}
+		tc.closeSession(ctx, s, ids...)
+		tc.expectKilledOnce(fmt.Sprintf("after a close by %s", w.name), ids...)
 	}
 }

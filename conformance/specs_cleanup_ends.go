@@ -46,18 +46,18 @@ func specIdleTimeout(ctx context.Context, tc *TestContext) {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect over Streamable HTTP")
 	s := &Session{tc: tc, conn: conn}
 	tc.track(s)
-	ext := lcSeed(tc)
-	own := createSandbox(ctx, tc, s, nil)
-	lcRun(ctx, tc, s, ext)
+	ext := tc.seedExternal()
+	own := s.mustCreate(ctx, nil)
+	s.mustRun(ctx, ext)
 
 	// From here the session sends nothing.
 	limit := idle + idle/2 + tc.Config.settle()
-	gone := tc.WaitFor(ctx, limit, func() bool { return !lcLive(tc, own) })
+	gone := tc.WaitFor(ctx, limit, func() bool { return !tc.live(own) })
 	gomega.Expect(gone).To(gomega.BeTrue(),
 		"the session sent nothing for %v (the server's idle timeout is %v), and the sandbox it owned, %s, still runs", limit, idle, own)
-	lcSettle(ctx, tc)
-	lcExpectKilledOnce(tc, "after the idle timeout closed the session", own)
-	lcExpectUntouched(tc, ext, "the idle timeout")
+	tc.settle(ctx)
+	tc.expectKilledOnce("after the idle timeout closed the session", own)
+	tc.expectUntouched(ext, "the idle timeout")
 }
 
 func specShutdown(ctx context.Context, tc *TestContext) {
@@ -70,16 +70,16 @@ func specShutdown(ctx context.Context, tc *TestContext) {
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server to shut down")
 	s := &Session{tc: tc, conn: conn}
 	tc.track(s)
-	ext := lcSeed(tc)
-	owned := []string{createSandbox(ctx, tc, s, nil), createSandbox(ctx, tc, s, map[string]any{"timeout": 900})}
-	lcRun(ctx, tc, s, ext)
+	ext := tc.seedExternal()
+	owned := []string{s.mustCreate(ctx, nil), s.mustCreate(ctx, map[string]any{"timeout": 900})}
+	s.mustRun(ctx, ext)
 	tc.Fake.Journal().Reset()
 
 	sctx, cancel := context.WithTimeout(ctx, tc.Config.settle()+5*time.Second)
 	defer cancel()
 	gomega.Expect(shutdown(sctx)).To(gomega.Succeed(), "shut the server down")
-	lcWaitGone(ctx, tc, "after the server shut down", owned...)
-	lcSettle(ctx, tc)
-	lcExpectKilledOnce(tc, "after the server shut down", owned...)
-	lcExpectUntouched(tc, ext, "the shutdown")
+	tc.waitGone(ctx, "after the server shut down", owned...)
+	tc.settle(ctx)
+	tc.expectKilledOnce("after the server shut down", owned...)
+	tc.expectUntouched(ext, "the shutdown")
 }

@@ -48,13 +48,13 @@ func cleanupFaultSpecs() []Spec {
 func specCloseDestroyRetries(ctx context.Context, tc *TestContext) {
 	for _, c := range closeDestroyFailures {
 		s := tc.Connect(ctx)
-		id := createSandbox(ctx, tc, s, nil)
+		id := s.mustCreate(ctx, nil)
 		f := c.fault
 		f.SandboxID = id
 		h := tc.Fake.InjectFault(f)
-		lcClose(ctx, tc, s, id)
+		tc.closeSession(ctx, s, id)
 		gomega.Expect(h.Hits()).To(gomega.Equal(f.Times), "%s: the destroy met the fault %d times, want %d", c.name, h.Hits(), f.Times)
-		kills := lcKills(tc, id)
+		kills := tc.kills(id)
 		gomega.Expect(kills).To(gomega.Equal(f.Times+1),
 			"%s: the close-time destroy took %d DELETE requests; want %d failed ones and one that succeeded", c.name, kills, f.Times)
 		h.Clear()
@@ -63,7 +63,7 @@ func specCloseDestroyRetries(ctx context.Context, tc *TestContext) {
 
 func specCloseDestroyUnauthorized(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	id := createSandbox(ctx, tc, s, nil)
+	id := s.mustCreate(ctx, nil)
 	h := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpKillSandbox, SandboxID: id, Status: http.StatusUnauthorized})
 	defer h.Clear()
 	// The spec makes this sandbox outlive its session on purpose: the leak
@@ -74,14 +74,14 @@ func specCloseDestroyUnauthorized(ctx context.Context, tc *TestContext) {
 	_ = s.Close(ctx)
 	// The server either tries once and reports, or keeps retrying: wait for
 	// the report or the settle time.
-	reported := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return strings.Contains(tc.Logs(), id) && lcKills(tc, id) > 0 })
-	lcSettle(ctx, tc)
-	kills := lcKills(tc, id)
+	reported := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return strings.Contains(tc.Logs(), id) && tc.kills(id) > 0 })
+	tc.settle(ctx)
+	kills := tc.kills(id)
 	gomega.Expect(kills).To(gomega.Equal(1),
 		"a destroy refused with 401 must be tried exactly once (a retry cannot succeed and may lock the key out); the server sent %d", kills)
 	if !reported {
 		ginkgo.Fail(fmt.Sprintf("the server did not report sandbox %s, which it could not destroy, by ID in its log "+
 			"(an operator must be able to destroy it by hand)", id))
 	}
-	gomega.Expect(lcLive(tc, id)).To(gomega.BeTrue(), "the sandbox is gone although every destroy was refused")
+	gomega.Expect(tc.live(id)).To(gomega.BeTrue(), "the sandbox is gone although every destroy was refused")
 }

@@ -50,11 +50,11 @@ func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
 	_, _ = rand.Read(b)
 	instance := InstanceEnv + "=kit-crash-" + hex.EncodeToString(b)
 
-	external := lcSeed(tc)
+	external := tc.seedExternal()
 	first, cmd := crashConnect(ctx, tc, st, instance)
-	lcRun(ctx, tc, first, "")
+	first.mustRun(ctx, "")
 	implicit := tc.ExpectSuccess(first.Call(ctx, "get_sandbox", map[string]any{})).String("sandbox_id")
-	explicit := lcCreate(ctx, tc, first, nil)
+	explicit := first.mustCreate(ctx, nil)
 	owned := []string{implicit, explicit}
 
 	gomega.Expect(cmd.Process.Kill()).To(gomega.Succeed(), "SIGKILL the server command")
@@ -64,7 +64,7 @@ func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
 	second, _ := crashConnect(ctx, tc, st, instance)
 	gone := tc.WaitFor(ctx, bound-time.Since(killed), func() bool {
 		for _, id := range owned {
-			if lcLive(tc, id) {
+			if tc.live(id) {
 				return false
 			}
 		}
@@ -72,17 +72,17 @@ func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
 	})
 	var left []string
 	for _, id := range owned {
-		if lcLive(tc, id) {
+		if tc.live(id) {
 			left = append(left, id)
 		}
 	}
 	gomega.Expect(gone).To(gomega.BeTrue(), "%v after SIGKILL and a restart with the same %s, the dead process's sandboxes %s still run (crash bound %v)",
 		time.Since(killed).Round(time.Millisecond), InstanceEnv, strings.Join(left, ", "), bound)
 	ginkgo.AddReportEntry("SIGKILL to last orphan destroyed", time.Since(killed).Round(time.Millisecond).String())
-	lcExpectUntouched(tc, external, "after the restart's sweep")
+	tc.expectUntouched(external, "after the restart's sweep")
 	// The new life works: it creates, and its sandbox is its own.
-	fresh := lcCreate(ctx, tc, second, nil)
-	gomega.Expect(lcLive(tc, fresh)).To(gomega.BeTrue())
+	fresh := second.mustCreate(ctx, nil)
+	gomega.Expect(tc.live(fresh)).To(gomega.BeTrue())
 }
 
 // crashConnect starts the stdio server command with the instance variable

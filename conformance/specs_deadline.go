@@ -83,7 +83,7 @@ func deadlineFaults() []deadlineFault {
 			// A download asks for little, and must get no more.
 			args: func(m errsMode, args map[string]any) map[string]any {
 				if m.tool == "download_file" {
-					return errsWith(args, "max_bytes", deadlineDownloadBytes)
+					return withArgs(args, "max_bytes", deadlineDownloadBytes)
 				}
 				return args
 			},
@@ -157,8 +157,8 @@ func deadlineSetup(ctx context.Context, tc *TestContext, f deadlineFault) []*dea
 		modes = onePerTool(modes)
 	}
 	for _, m := range modes {
-		env := errsNewEnv(ctx, tc)
-		if !errsUsable(env, m) {
+		env := tc.newErrsEnv(ctx)
+		if !env.usable(m) {
 			continue
 		}
 		c := &deadlineCase{mode: m, env: env, args: m.args(env)}
@@ -275,7 +275,7 @@ func deadlineCheck(check *errsChecker, c *deadlineCase, f deadlineFault, d, grac
 	cats, successOK := f.want(c.mode)
 	switch {
 	case r.Err != nil:
-		check.addf("%s: no tool result: %v", label, errsOneLine(r.Err.Error()))
+		check.addf("%s: no tool result: %v", label, failureLine(r.Err.Error()))
 		return
 	case !r.IsError && successOK:
 		if max, ok := c.args["max_bytes"].(int); ok {
@@ -285,7 +285,7 @@ func deadlineCheck(check *errsChecker, c *deadlineCase, f deadlineFault, d, grac
 		check.addf("%s: succeeded, want a tool error of category %s", label, strings.Join(cats, " or "))
 	default:
 		if msgs := gomega.InterceptGomegaFailures(func() { check.tc.ExpectToolError(r, "") }); len(msgs) > 0 {
-			check.addf("%s: %s", label, errsOneLine(msgs[0]))
+			check.addf("%s: %s", label, failureLine(msgs[0]))
 		}
 		cat := r.Category()
 		if cat == "internal" || (len(cats) > 0 && !slices.Contains(cats, cat)) {

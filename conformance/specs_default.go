@@ -82,17 +82,18 @@ func defaultSpecs() []Spec {
 	}
 }
 
-// lcExpectDefault asserts that get_sandbox {} names id.
-func lcExpectDefault(ctx context.Context, tc *TestContext, s *Session, id, why string) {
+// expectDefault asserts that get_sandbox {} names id.
+func (s *Session) expectDefault(ctx context.Context, id, why string) {
 	ginkgo.GinkgoHelper()
-	r := lcGet(ctx, tc, s, "")
+	r := s.mustGet(ctx, "")
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(id), "%s: get_sandbox {} names the default sandbox", why)
 }
 
-// lcExpectNoDefault asserts that get_sandbox {} is a tool error that makes
+// expectNoDefault asserts that get_sandbox {} is a tool error that makes
 // no platform request and creates nothing.
-func lcExpectNoDefault(ctx context.Context, tc *TestContext, s *Session, why string) {
+func (s *Session) expectNoDefault(ctx context.Context, why string) {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	before := tc.Fake.Journal().Len()
 	live := tc.Fake.LiveCount()
 	tc.ExpectToolError(s.Call(ctx, "get_sandbox", map[string]any{}), "")
@@ -102,33 +103,33 @@ func lcExpectNoDefault(ctx context.Context, tc *TestContext, s *Session, why str
 
 func specCreateSetsDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	tc.Fake.Journal().Reset()
-	r := lcGet(ctx, tc, s, "")
+	r := s.mustGet(ctx, "")
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(a), "the created sandbox is the default")
 	gomega.Expect(r.String("status")).To(gomega.Equal("running"))
-	lcExpectOps("get_sandbox {}", tc.Fake.Journal().Entries(), sandbox.OpGetSandbox)
-	gomega.Expect(tc.Fake.Journal().Entries()[0].SandboxID).To(gomega.Equal(a))
+	tc.journal().ExpectOps("get_sandbox {}", sandbox.OpGetSandbox)
+	gomega.Expect(tc.journal()[0].SandboxID).To(gomega.Equal(a))
 
-	b := lcCreate(ctx, tc, s, nil)
+	b := s.mustCreate(ctx, nil)
 	gomega.Expect(b).NotTo(gomega.Equal(a))
-	lcExpectDefault(ctx, tc, s, b, "after a second create_sandbox")
-	gomega.Expect(lcLive(tc, a)).To(gomega.BeTrue(), "the earlier sandbox stays alive (still owned)")
+	s.expectDefault(ctx, b, "after a second create_sandbox")
+	gomega.Expect(tc.live(a)).To(gomega.BeTrue(), "the earlier sandbox stays alive (still owned)")
 }
 
 func specExplicitGetKeepsDefault(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
-	b := lcCreate(ctx, tc, s, nil)
-	gomega.Expect(lcGet(ctx, tc, s, a).String("sandbox_id")).To(gomega.Equal(a))
-	lcExpectDefault(ctx, tc, s, b, "after get_sandbox on another owned sandbox")
-	gomega.Expect(lcGet(ctx, tc, s, ext).String("sandbox_id")).To(gomega.Equal(ext))
-	lcExpectDefault(ctx, tc, s, b, "after get_sandbox on an external sandbox")
+	a := s.mustCreate(ctx, nil)
+	b := s.mustCreate(ctx, nil)
+	gomega.Expect(s.mustGet(ctx, a).String("sandbox_id")).To(gomega.Equal(a))
+	s.expectDefault(ctx, b, "after get_sandbox on another owned sandbox")
+	gomega.Expect(s.mustGet(ctx, ext).String("sandbox_id")).To(gomega.Equal(ext))
+	s.expectDefault(ctx, b, "after get_sandbox on an external sandbox")
 }
 
 func specNoDefaultLifecycle(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc) // a sandbox a careless server might pick
+	ext := tc.seedExternal() // a sandbox a careless server might pick
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 
@@ -140,47 +141,47 @@ func specNoDefaultLifecycle(ctx context.Context, tc *TestContext) {
 	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "kill_sandbox {} without a default: protocol error")
 	tc.ExpectNoRequests("kill_sandbox {} without a default")
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(1), "a lifecycle tool created a sandbox")
-	lcExpectUntouched(tc, ext, "lifecycle tools without a default")
-	lcExpectNoDefault(ctx, tc, s, "still no default")
+	tc.expectUntouched(ext, "lifecycle tools without a default")
+	s.expectNoDefault(ctx, "still no default")
 }
 
 func specTimeoutUsesDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
-	b := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
+	b := s.mustCreate(ctx, nil)
 	aEnd, _ := tc.Fake.Sandbox(a)
 	tc.Clock.Advance(20 * time.Second)
 	tc.Fake.Journal().Reset()
 
 	r := tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 450}))
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(b), "set_sandbox_timeout {} applies to the default sandbox")
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("set_sandbox_timeout {timeout}", entries, sandbox.OpSetTimeout)
+	entries := tc.journal()
+	entries.ExpectOps("set_sandbox_timeout {timeout}", sandbox.OpSetTimeout)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(b))
-	gomega.Expect(lcTimeoutBody(entries[0])).To(gomega.BeEquivalentTo(450))
-	lcExpectEndAt(tc, b, tc.Clock.Now().Add(450*time.Second), "the default sandbox")
-	lcExpectEndAt(tc, a, aEnd.EndAt, "the other owned sandbox is not touched")
+	gomega.Expect(timeoutBody(entries[0])).To(gomega.BeEquivalentTo(450))
+	tc.expectEndAt(b, tc.Clock.Now().Add(450*time.Second), "the default sandbox")
+	tc.expectEndAt(a, aEnd.EndAt, "the other owned sandbox is not touched")
 }
 
 func specListNeverSetsDefault(ctx context.Context, tc *TestContext) {
-	seeded := []string{lcSeed(tc), lcSeed(tc)}
+	seeded := []string{tc.seedExternal(), tc.seedExternal()}
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 	r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
-	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(seeded))
-	lcExpectNoDefault(ctx, tc, s, "after list_sandboxes")
+	gomega.Expect(listedIDs(r)).To(gomega.ConsistOf(seeded))
+	s.expectNoDefault(ctx, "after list_sandboxes")
 	gomega.Expect(tc.Fake.Journal().Ops()).To(gomega.ConsistOf(sandbox.OpListSandboxes), "list_sandboxes made other requests")
 
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	r = tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
-	gomega.Expect(lcListIDs(r)).To(gomega.ContainElements(append(seeded, a)))
-	lcExpectDefault(ctx, tc, s, a, "after a second list_sandboxes")
+	gomega.Expect(listedIDs(r)).To(gomega.ContainElements(append(seeded, a)))
+	s.expectDefault(ctx, a, "after a second list_sandboxes")
 
 	// run_command without sandbox_id goes to the default, not to a listed sandbox.
 	tc.Fake.Journal().Reset()
-	lcRun(ctx, tc, s, "")
+	s.mustRun(ctx, "")
 	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.BeZero(), "run_command created a sandbox although there is a default")
-	for _, e := range tc.Fake.Journal().Entries() {
+	for _, e := range tc.journal() {
 		if e.SandboxID != "" {
 			gomega.Expect(e.SandboxID).To(gomega.Equal(a), "run_command {} reached a sandbox other than the default (%s)", e.Op)
 		}
@@ -189,30 +190,30 @@ func specListNeverSetsDefault(ctx context.Context, tc *TestContext) {
 
 func specKillClearsDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	tc.Fake.Journal().Reset()
 
 	r := tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(a), "kill_sandbox {} kills the default")
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("kill_sandbox {}", entries, sandbox.OpKillSandbox)
+	entries := tc.journal()
+	entries.ExpectOps("kill_sandbox {}", sandbox.OpKillSandbox)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(a))
-	gomega.Expect(lcLive(tc, a)).To(gomega.BeFalse(), "the default sandbox was not destroyed")
+	gomega.Expect(tc.live(a)).To(gomega.BeFalse(), "the default sandbox was not destroyed")
 
 	tc.Fake.Journal().Reset()
-	lcExpectNoDefault(ctx, tc, s, "after kill_sandbox {}")
+	s.expectNoDefault(ctx, "after kill_sandbox {}")
 	tc.ExpectToolError(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 60}), "")
 	tc.ExpectNoRequests("set_sandbox_timeout {timeout} after the default was killed")
 }
 
 func specKillGoneDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, map[string]any{"timeout": 60})
+	a := s.mustCreate(ctx, map[string]any{"timeout": 60})
 	tc.Clock.Advance(2 * time.Minute) // the platform lets it expire
-	gomega.Expect(lcLive(tc, a)).To(gomega.BeFalse(), "the sandbox should have expired")
+	gomega.Expect(tc.live(a)).To(gomega.BeFalse(), "the sandbox should have expired")
 	tc.Fake.Journal().Reset()
 	tc.ExpectToolError(s.Call(ctx, "kill_sandbox", map[string]any{}), "not_found")
-	for _, e := range tc.Fake.Journal().Entries() {
+	for _, e := range tc.journal() {
 		gomega.Expect(e.Op).NotTo(gomega.Equal(sandbox.OpConnectSandbox), "kill_sandbox must not connect")
 		gomega.Expect(e.Op).NotTo(gomega.Equal(sandbox.OpCreateSandbox), "kill_sandbox must not create")
 	}
@@ -221,42 +222,42 @@ func specKillGoneDefault(ctx context.Context, tc *TestContext) {
 func specExecCreatesDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
-	lcRun(ctx, tc, s, "")
+	s.mustRun(ctx, "")
 	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.Equal(1), "run_command without a default creates exactly one sandbox")
 	live := tc.Fake.LiveSandboxes()
 	gomega.Expect(live).To(gomega.HaveLen(1))
 	id := live[0].ID
-	for _, e := range tc.Fake.Journal().Entries() {
+	for _, e := range tc.journal() {
 		if e.Envd {
 			gomega.Expect(e.SandboxID).To(gomega.Equal(id), "the command ran in a sandbox other than the one created")
 		}
 	}
-	lcExpectDefault(ctx, tc, s, id, "after run_command created a sandbox")
-	lcRun(ctx, tc, s, "")
+	s.expectDefault(ctx, id, "after run_command created a sandbox")
+	s.mustRun(ctx, "")
 	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.Equal(1), "a second run_command created another sandbox")
 
-	lcClose(ctx, tc, s, id)
-	gomega.Expect(lcKills(tc, id)).To(gomega.Equal(1), "the implicitly created sandbox is owned: destroyed once at close")
+	tc.closeSession(ctx, s, id)
+	gomega.Expect(tc.kills(id)).To(gomega.Equal(1), "the implicitly created sandbox is owned: destroyed once at close")
 }
 
 func specSessionsIndependent(ctx context.Context, tc *TestContext) {
 	s1 := tc.Connect(ctx)
 	s2 := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s1, nil)
-	lcExpectNoDefault(ctx, tc, s2, "another session's create")
-	b := lcCreate(ctx, tc, s2, nil)
-	lcExpectDefault(ctx, tc, s1, a, "session 1")
-	lcExpectDefault(ctx, tc, s2, b, "session 2")
+	a := s1.mustCreate(ctx, nil)
+	s2.expectNoDefault(ctx, "another session's create")
+	b := s2.mustCreate(ctx, nil)
+	s1.expectDefault(ctx, a, "session 1")
+	s2.expectDefault(ctx, b, "session 2")
 
 	tc.Fake.Journal().Reset()
-	lcRun(ctx, tc, s2, "")
-	for _, e := range tc.Fake.Journal().Entries() {
+	s2.mustRun(ctx, "")
+	for _, e := range tc.journal() {
 		if e.SandboxID != "" {
 			gomega.Expect(e.SandboxID).To(gomega.Equal(b), "session 2's run_command {} reached another session's sandbox (%s)", e.Op)
 		}
 	}
 
-	lcClose(ctx, tc, s2, b)
-	gomega.Expect(lcLive(tc, a)).To(gomega.BeTrue(), "closing session 2 destroyed session 1's sandbox")
-	lcExpectDefault(ctx, tc, s1, a, "session 1 after session 2 closed")
+	tc.closeSession(ctx, s2, b)
+	gomega.Expect(tc.live(a)).To(gomega.BeTrue(), "closing session 2 destroyed session 1's sandbox")
+	s1.expectDefault(ctx, a, "session 1 after session 2 closed")
 }

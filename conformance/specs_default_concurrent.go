@@ -76,11 +76,11 @@ func specConcurrentImplicitCreate(ctx context.Context, tc *TestContext) {
 	live := tc.Fake.LiveSandboxes()
 	gomega.Expect(live).To(gomega.HaveLen(1), "sandboxes running after %d concurrent implicit calls", len(calls))
 	def := live[0].ID
-	for _, e := range tc.Fake.Journal().Entries() {
+	for _, e := range tc.journal() {
 		if e.Envd {
 			gomega.Expect(e.SandboxID).To(gomega.Equal(def), "a concurrent call ran in %s, not in the one default %s (%s)", e.SandboxID, def, e.Op)
 		}
 	}
-	lcClose(ctx, tc, s, def)
-	lcExpectKilledOnce(tc, fmt.Sprintf("after the session of %d concurrent implicit calls closed", len(calls)), def)
+	tc.closeSession(ctx, s, def)
+	tc.expectKilledOnce(fmt.Sprintf("after the session of %d concurrent implicit calls closed", len(calls)), def)
 }

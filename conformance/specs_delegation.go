@@ -135,8 +135,8 @@ func delegationSpecs() []Spec {
 	}
 }
 
-// lcListIDs returns the sandbox IDs of a list_sandboxes result, in order.
-func lcListIDs(r *Result) []string {
+// listedIDs returns the sandbox IDs of a list_sandboxes result, in order.
+func listedIDs(r *Result) []string {
 	ginkgo.GinkgoHelper()
 	items, ok := r.Structured["sandboxes"].([]any)
 	gomega.Expect(ok).To(gomega.BeTrue(), "list_sandboxes: sandboxes is not an array")
@@ -149,18 +149,18 @@ func lcListIDs(r *Result) []string {
 	return ids
 }
 
-// lcExpectListResult asserts the LIST-5 shape with the given limit and offset.
-func lcExpectListResult(r *Result, limit, offset int) {
+// expectListResult asserts the LIST-5 shape with the given limit and offset.
+func expectListResult(r *Result, limit, offset int) {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(lcKeys(r.Structured)).To(gomega.ConsistOf("sandboxes", "limit", "offset"),
+	gomega.Expect(keysOf(r.Structured)).To(gomega.ConsistOf("sandboxes", "limit", "offset"),
 		"list_sandboxes: the result must be exactly {sandboxes, limit, offset}: no total, no cursor")
 	gomega.Expect(r.Structured["limit"]).To(gomega.BeNumerically("==", limit), "list_sandboxes: limit")
 	gomega.Expect(r.Structured["offset"]).To(gomega.BeNumerically("==", offset), "list_sandboxes: offset")
 }
 
-// lcExpectListRequests asserts that entries are only list requests, each
+// ExpectListRequests asserts that entries are only list requests, each
 // with the platform's own parameters and a limit of at most 100; it returns them.
-func lcExpectListRequests(entries []fakeprovider.Entry) []fakeprovider.Entry {
+func (entries journal) ExpectListRequests() journal {
 	ginkgo.GinkgoHelper()
 	gomega.Expect(entries).NotTo(gomega.BeEmpty(), "list_sandboxes made no platform request")
 	for i, e := range entries {
@@ -180,9 +180,9 @@ func lcExpectListRequests(entries []fakeprovider.Entry) []fakeprovider.Entry {
 	return entries
 }
 
-// lcPlatformOrder returns the live sandboxes in the platform's list order
+// platformOrder returns the live sandboxes in the platform's list order
 // (newest first).
-func lcPlatformOrder(tc *TestContext) []string {
+func (tc *TestContext) platformOrder() []string {
 	recs := tc.Fake.LiveSandboxes() // oldest first
 	ids := make([]string, 0, len(recs))
 	for i := len(recs) - 1; i >= 0; i-- {
@@ -194,21 +194,21 @@ func lcPlatformOrder(tc *TestContext) []string {
 func specListDelegates(ctx context.Context, tc *TestContext) {
 	var seeded []string
 	for range 3 {
-		seeded = append(seeded, lcSeed(tc))
+		seeded = append(seeded, tc.seedExternal())
 	}
 	seeded = append(seeded, tc.Seed(fakeprovider.SandboxSeed{State: fakeprovider.StatePaused}))
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 
 	r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{}))
-	lcExpectListResult(r, 100, 0)
-	gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(seeded), "list_sandboxes returns every running and paused sandbox of the account")
-	lcExpectListRequests(tc.Fake.Journal().Entries())
+	expectListResult(r, 100, 0)
+	gomega.Expect(listedIDs(r)).To(gomega.ConsistOf(seeded), "list_sandboxes returns every running and paused sandbox of the account")
+	tc.journal().ExpectListRequests()
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(len(seeded)), "list_sandboxes created or destroyed a sandbox")
 }
 
 func specListStatusFilter(ctx context.Context, tc *TestContext) {
-	running := []string{lcSeed(tc), lcSeed(tc)}
+	running := []string{tc.seedExternal(), tc.seedExternal()}
 	paused := []string{tc.Seed(fakeprovider.SandboxSeed{State: fakeprovider.StatePaused})}
 	s := tc.Connect(ctx)
 	for _, c := range []struct {
@@ -217,9 +217,9 @@ func specListStatusFilter(ctx context.Context, tc *TestContext) {
 	}{{"paused", paused}, {"running", running}} {
 		tc.Fake.Journal().Reset()
 		r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"status": c.status}))
-		lcExpectListResult(r, 100, 0)
-		gomega.Expect(lcListIDs(r)).To(gomega.ConsistOf(c.want), "list_sandboxes {status: %s}", c.status)
-		for _, e := range lcExpectListRequests(tc.Fake.Journal().Entries()) {
+		expectListResult(r, 100, 0)
+		gomega.Expect(listedIDs(r)).To(gomega.ConsistOf(c.want), "list_sandboxes {status: %s}", c.status)
+		for _, e := range tc.journal().ExpectListRequests() {
 			gomega.Expect(e.Query.Get("state")).To(gomega.Equal(c.status), "status %s must reach the platform as state=%s", c.status, c.status)
 		}
 	}
@@ -231,15 +231,15 @@ func specListOffsetWalksCursor(ctx context.Context, tc *TestContext) {
 	for i := range total {
 		tc.Seed(fakeprovider.SandboxSeed{StartedAt: now.Add(-time.Duration(i) * time.Second)})
 	}
-	order := lcPlatformOrder(tc)
+	order := tc.platformOrder()
 	gomega.Expect(order).To(gomega.HaveLen(total))
 	s := tc.Connect(ctx)
 
 	tc.Fake.Journal().Reset()
 	r := tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"offset": 150, "limit": 20}))
-	lcExpectListResult(r, 20, 150)
-	gomega.Expect(lcListIDs(r)).To(gomega.Equal(order[150:170]), "list_sandboxes {offset: 150, limit: 20}: the platform's sandboxes 150 to 169")
-	reqs := lcExpectListRequests(tc.Fake.Journal().Entries())
+	expectListResult(r, 20, 150)
+	gomega.Expect(listedIDs(r)).To(gomega.Equal(order[150:170]), "list_sandboxes {offset: 150, limit: 20}: the platform's sandboxes 150 to 169")
+	reqs := tc.journal().ExpectListRequests()
 	gomega.Expect(len(reqs)).To(gomega.BeNumerically(">=", 2),
 		"offset 150 lies beyond the platform's first page of at most 100: the server must walk the cursor")
 	gomega.Expect(reqs[0].Query.Has("nextToken")).To(gomega.BeFalse(), "the first request carries no cursor")
@@ -249,110 +249,110 @@ func specListOffsetWalksCursor(ctx context.Context, tc *TestContext) {
 
 	// A larger offset gives the next page (LIST-4).
 	r = tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"offset": 170, "limit": 20}))
-	lcExpectListResult(r, 20, 170)
-	gomega.Expect(lcListIDs(r)).To(gomega.Equal(order[170:]), "list_sandboxes {offset: 170, limit: 20}: the last page")
+	expectListResult(r, 20, 170)
+	gomega.Expect(listedIDs(r)).To(gomega.Equal(order[170:]), "list_sandboxes {offset: 170, limit: 20}: the last page")
 	r = tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"limit": 20}))
-	lcExpectListResult(r, 20, 0)
-	gomega.Expect(lcListIDs(r)).To(gomega.Equal(order[:20]), "list_sandboxes {limit: 20}: the first page")
-	lcExpectListRequests(tc.Fake.Journal().Entries())
+	expectListResult(r, 20, 0)
+	gomega.Expect(listedIDs(r)).To(gomega.Equal(order[:20]), "list_sandboxes {limit: 20}: the first page")
+	tc.journal().ExpectListRequests()
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(total), "list_sandboxes created or destroyed a sandbox")
 }
 
 func specGetExternal(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	before, _ := tc.Fake.Sandbox(ext)
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 
-	r := lcGet(ctx, tc, s, ext)
+	r := s.mustGet(ctx, ext)
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(ext), "get_sandbox returns the sandbox asked for")
 	gomega.Expect(r.String("status")).To(gomega.Equal("running"))
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("get_sandbox on an external ID", entries, sandbox.OpGetSandbox)
+	entries := tc.journal()
+	entries.ExpectOps("get_sandbox on an external ID", sandbox.OpGetSandbox)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(ext))
-	lcExpectNoEnvd(tc, "get_sandbox", entries, ext)
-	lcExpectEndAt(tc, ext, before.EndAt, "get_sandbox must not extend a lifetime")
+	entries.ExpectNoEnvd(tc, "get_sandbox", ext)
+	tc.expectEndAt(ext, before.EndAt, "get_sandbox must not extend a lifetime")
 
-	lcClose(ctx, tc, s)
-	lcExpectUntouched(tc, ext, "get_sandbox must not add an external sandbox to the destroy set")
+	tc.closeSession(ctx, s)
+	tc.expectUntouched(ext, "get_sandbox must not add an external sandbox to the destroy set")
 }
 
 func specGetOwnedRefreshes(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	id := lcCreate(ctx, tc, s, nil)
+	id := s.mustCreate(ctx, nil)
 	// The platform's record changes behind the server's back: only a real
 	// refresh sees it.
 	endAt := tc.Clock.Now().Add(777 * time.Second).UTC()
 	tc.Fake.SetEndAt(id, endAt)
 	for _, arg := range []string{id, ""} {
 		tc.Fake.Journal().Reset()
-		r := lcGet(ctx, tc, s, arg)
+		r := s.mustGet(ctx, arg)
 		gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(id))
 		got, err := time.Parse(time.RFC3339Nano, r.String("end_at"))
 		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "get_sandbox: end_at is not RFC 3339")
 		gomega.Expect(got).To(gomega.BeTemporally("==", endAt), "get_sandbox must report the platform's latest end time")
-		entries := tc.Fake.Journal().Entries()
-		lcExpectOps("get_sandbox on an owned sandbox", entries, sandbox.OpGetSandbox)
+		entries := tc.journal()
+		entries.ExpectOps("get_sandbox on an owned sandbox", sandbox.OpGetSandbox)
 		gomega.Expect(entries[0].SandboxID).To(gomega.Equal(id))
-		lcExpectEndAt(tc, id, endAt, "get_sandbox must not extend a lifetime")
+		tc.expectEndAt(id, endAt, "get_sandbox must not extend a lifetime")
 	}
 }
 
 func specSetTimeoutOwned(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	id := lcCreate(ctx, tc, s, nil)
+	id := s.mustCreate(ctx, nil)
 	tc.Clock.Advance(30 * time.Second)
 	tc.Fake.Journal().Reset()
 
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": id, "timeout": 600}))
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("set_sandbox_timeout on an owned sandbox", entries, sandbox.OpSetTimeout)
+	entries := tc.journal()
+	entries.ExpectOps("set_sandbox_timeout on an owned sandbox", sandbox.OpSetTimeout)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(id))
-	gomega.Expect(lcTimeoutBody(entries[0])).To(gomega.BeEquivalentTo(600))
-	lcExpectEndAt(tc, id, tc.Clock.Now().Add(600*time.Second), "set_sandbox_timeout 600")
+	gomega.Expect(timeoutBody(entries[0])).To(gomega.BeEquivalentTo(600))
+	tc.expectEndAt(id, tc.Clock.Now().Add(600*time.Second), "set_sandbox_timeout 600")
 }
 
 func specSetTimeoutExternal(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
 	tc.Clock.Advance(30 * time.Second)
 	tc.Fake.Journal().Reset()
 
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": ext, "timeout": 900}))
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("set_sandbox_timeout on an external ID", entries, sandbox.OpSetTimeout)
+	entries := tc.journal()
+	entries.ExpectOps("set_sandbox_timeout on an external ID", sandbox.OpSetTimeout)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(ext))
-	gomega.Expect(lcTimeoutBody(entries[0])).To(gomega.BeEquivalentTo(900))
-	lcExpectNoEnvd(tc, "set_sandbox_timeout", entries, ext)
-	lcExpectEndAt(tc, ext, tc.Clock.Now().Add(900*time.Second), "set_sandbox_timeout 900")
+	gomega.Expect(timeoutBody(entries[0])).To(gomega.BeEquivalentTo(900))
+	entries.ExpectNoEnvd(tc, "set_sandbox_timeout", ext)
+	tc.expectEndAt(ext, tc.Clock.Now().Add(900*time.Second), "set_sandbox_timeout 900")
 
-	lcClose(ctx, tc, s)
-	lcExpectUntouched(tc, ext, "set_sandbox_timeout must not take an external sandbox over")
-	lcExpectOps("requests for the external sandbox", lcControl(tc.Fake.Journal().ForSandbox(ext)), sandbox.OpSetTimeout)
+	tc.closeSession(ctx, s)
+	tc.expectUntouched(ext, "set_sandbox_timeout must not take an external sandbox over")
+	tc.journalFor(ext).Control().ExpectOps("requests for the external sandbox", sandbox.OpSetTimeout)
 }
 
 func specKillExternal(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 
 	r := tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}))
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(ext))
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("kill_sandbox on an external ID", entries, sandbox.OpKillSandbox)
+	entries := tc.journal()
+	entries.ExpectOps("kill_sandbox on an external ID", sandbox.OpKillSandbox)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(ext))
-	lcExpectNoEnvd(tc, "kill_sandbox", entries)
-	gomega.Expect(lcLive(tc, ext)).To(gomega.BeFalse(), "kill_sandbox did not destroy the sandbox")
+	entries.ExpectNoEnvd(tc, "kill_sandbox")
+	gomega.Expect(tc.live(ext)).To(gomega.BeFalse(), "kill_sandbox did not destroy the sandbox")
 
 	tc.Fake.Journal().Reset()
 	tc.ExpectToolError(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}), "not_found")
-	entries = tc.Fake.Journal().Entries()
-	gomega.Expect(lcOps(entries)).NotTo(gomega.ContainElement(sandbox.OpConnectSandbox), "a kill must not connect")
-	lcExpectNoEnvd(tc, "kill_sandbox of a gone sandbox", entries)
+	entries = tc.journal()
+	gomega.Expect(entries.Ops()).NotTo(gomega.ContainElement(sandbox.OpConnectSandbox), "a kill must not connect")
+	entries.ExpectNoEnvd(tc, "kill_sandbox of a gone sandbox")
 }
 
 func specUnknownProviderPrefix(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 	q := lcUnknownProvider + ":" + ext
@@ -367,11 +367,11 @@ func specUnknownProviderPrefix(ctx context.Context, tc *TestContext) {
 		tc.ExpectToolError(s.Call(ctx, c.tool, c.args), "invalid_argument")
 		tc.ExpectNoRequests(c.tool + " with an unknown provider prefix")
 	}
-	lcExpectUntouched(tc, ext, "an unknown provider prefix")
+	tc.expectUntouched(ext, "an unknown provider prefix")
 }
 
 func specQualifiedDefaultID(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
 	q := lcDefaultProvider + ":" + ext
@@ -383,50 +383,50 @@ func specQualifiedDefaultID(ctx context.Context, tc *TestContext) {
 	}
 	tc.ExpectSuccess(r)
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(ext), "the default provider's IDs come back bare")
-	lcExpectOps("get_sandbox e2b:<id>", tc.Fake.Journal().Entries(), sandbox.OpGetSandbox)
-	gomega.Expect(tc.Fake.Journal().Entries()[0].SandboxID).To(gomega.Equal(ext))
+	tc.journal().ExpectOps("get_sandbox e2b:<id>", sandbox.OpGetSandbox)
+	gomega.Expect(tc.journal()[0].SandboxID).To(gomega.Equal(ext))
 
 	tc.Fake.Journal().Reset()
 	r = tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": q, "timeout": 600}))
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(ext), "the default provider's IDs come back bare")
-	entries := tc.Fake.Journal().Entries()
-	lcExpectOps("set_sandbox_timeout e2b:<id>", entries, sandbox.OpSetTimeout)
+	entries := tc.journal()
+	entries.ExpectOps("set_sandbox_timeout e2b:<id>", sandbox.OpSetTimeout)
 	gomega.Expect(entries[0].SandboxID).To(gomega.Equal(ext))
-	gomega.Expect(lcTimeoutBody(entries[0])).To(gomega.BeEquivalentTo(600))
+	gomega.Expect(timeoutBody(entries[0])).To(gomega.BeEquivalentTo(600))
 
 	tc.Fake.Journal().Reset()
 	r = tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": q}))
 	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(ext), "the default provider's IDs come back bare")
-	lcExpectOps("kill_sandbox e2b:<id>", tc.Fake.Journal().Entries(), sandbox.OpKillSandbox)
-	gomega.Expect(lcLive(tc, ext)).To(gomega.BeFalse(), "kill_sandbox e2b:<id> did not destroy the sandbox")
+	tc.journal().ExpectOps("kill_sandbox e2b:<id>", sandbox.OpKillSandbox)
+	gomega.Expect(tc.live(ext)).To(gomega.BeFalse(), "kill_sandbox e2b:<id> did not destroy the sandbox")
 }
 
 func specRouteTableOnly(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
-	killable := lcSeed(tc)
+	ext := tc.seedExternal()
+	killable := tc.seedExternal()
 	s := tc.Connect(ctx)
-	id := lcCreate(ctx, tc, s, map[string]any{"timeout": 600})
+	id := s.mustCreate(ctx, map[string]any{"timeout": 600})
 	tc.ExpectSuccess(s.Call(ctx, "list_sandboxes", map[string]any{"status": "running", "limit": 5}))
-	lcGet(ctx, tc, s, id)
-	lcGet(ctx, tc, s, "")
-	lcGet(ctx, tc, s, ext)
+	s.mustGet(ctx, id)
+	s.mustGet(ctx, "")
+	s.mustGet(ctx, ext)
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": id, "timeout": 700}))
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": ext, "timeout": 800}))
-	lcRun(ctx, tc, s, "")
-	lcRun(ctx, tc, s, ext)
+	s.mustRun(ctx, "")
+	s.mustRun(ctx, ext)
 	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": killable}))
 	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
-	lcClose(ctx, tc, s, id)
+	tc.closeSession(ctx, s, id)
 
-	entries := tc.Fake.Journal().Entries()
+	entries := tc.journal()
 	gomega.Expect(entries).NotTo(gomega.BeEmpty())
 	for _, e := range entries {
-		gomega.Expect(lcKnownOp(e.Op)).To(gomega.BeTrue(), "the server called %s %s, which is not in the platform's route table", e.Method, e.Path)
+		gomega.Expect(knownOp(e.Op)).To(gomega.BeTrue(), "the server called %s %s, which is not in the platform's route table", e.Method, e.Path)
 		if e.Envd {
 			continue
 		}
 		if e.Op == sandbox.OpListSandboxes {
-			lcExpectListRequests([]fakeprovider.Entry{e})
+			journal{e}.ExpectListRequests()
 			continue
 		}
 		gomega.Expect(e.Query).To(gomega.BeEmpty(), "%s: the platform defines no query parameter here", e.Op)
@@ -439,7 +439,7 @@ func specRouteTableOnly(ctx context.Context, tc *TestContext) {
 }
 
 func specByIDReleasesConnections(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
 	for _, c := range []struct {
 		tool string
@@ -453,7 +453,7 @@ func specByIDReleasesConnections(ctx context.Context, tc *TestContext) {
 		// may be added.
 		baseline := tc.OpenConnections()
 		tc.ExpectSuccess(s.Call(ctx, c.tool, c.args))
-		lcExpectConnectionsReleased(ctx, tc, baseline, c.tool+" on an external ID")
+		tc.expectConnectionsReleased(ctx, baseline, c.tool+" on an external ID")
 	}
 }
 
@@ -461,7 +461,7 @@ func specCreateOmitsResources(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	for _, args := range []map[string]any{{}, {"timeout": 120}, {"envs": map[string]any{"A": "b"}}} {
 		tc.Fake.Journal().Reset()
-		lcCreate(ctx, tc, s, args)
+		s.mustCreate(ctx, args)
 		creates := tc.Fake.Journal().Calls(sandbox.OpCreateSandbox)
 		gomega.Expect(creates).To(gomega.HaveLen(1), "create_sandbox %s makes one POST /sandboxes", argsText(args))
 		var body map[string]json.RawMessage

@@ -1,8 +1,9 @@
 package conformance
 
 // Helpers shared by the lifecycle families (delegation, default, renewal,
-// cleanup). Every name starts with "lc" so that the other families' helpers
-// never collide with them.
+// cleanup): methods on what they act on, the fake's journal, the
+// *TestContext (waits, settles, closes) and the *Session (calls that must
+// succeed).
 
 import (
 	"context"
@@ -25,22 +26,16 @@ const lcCommand = "echo ok"
 // that the server has stopped calling the provider.
 const lcGrace = 200 * time.Millisecond
 
-// lcCreate calls create_sandbox and returns the new sandbox's ID, which the
-// provider must know.
-func lcCreate(ctx context.Context, tc *TestContext, s *Session, args map[string]any) string {
-	ginkgo.GinkgoHelper()
-	return createSandbox(ctx, tc, s, args)
-}
-
-// lcSeed plants one running external sandbox.
-func lcSeed(tc *TestContext) string {
+// seedExternal plants one running external sandbox.
+func (tc *TestContext) seedExternal() string {
 	return tc.Seed(fakeprovider.SandboxSeed{})
 }
 
-// lcRun runs lcCommand with run_command, on sandboxID or (when "") on the
+// mustRun runs lcCommand with run_command, on sandboxID or (when "") on the
 // session's default, and expects a success.
-func lcRun(ctx context.Context, tc *TestContext, s *Session, sandboxID string) *Result {
+func (s *Session) mustRun(ctx context.Context, sandboxID string) *Result {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	args := map[string]any{"command": lcCommand}
 	if sandboxID != "" {
 		args["sandbox_id"] = sandboxID
@@ -48,10 +43,11 @@ func lcRun(ctx context.Context, tc *TestContext, s *Session, sandboxID string) *
 	return tc.ExpectSuccess(s.Call(ctx, "run_command", args))
 }
 
-// lcGet calls get_sandbox (on the default when id is "") and expects a
+// mustGet calls get_sandbox (on the default when id is "") and expects a
 // success naming the sandbox.
-func lcGet(ctx context.Context, tc *TestContext, s *Session, id string) *Result {
+func (s *Session) mustGet(ctx context.Context, id string) *Result {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	args := map[string]any{}
 	if id != "" {
 		args["sandbox_id"] = id
@@ -59,8 +55,8 @@ func lcGet(ctx context.Context, tc *TestContext, s *Session, id string) *Result 
 	return tc.ExpectSuccess(s.Call(ctx, "get_sandbox", args))
 }
 
-// lcOps lists the operations of entries, in order.
-func lcOps(entries []fakeprovider.Entry) []string {
+// Ops lists the operations of entries, in order.
+func (entries journal) Ops() []string {
 	ops := make([]string, 0, len(entries))
 	for _, e := range entries {
 		op := e.Op
@@ -72,8 +68,8 @@ func lcOps(entries []fakeprovider.Entry) []string {
 	return ops
 }
 
-// lcControl keeps the control-plane entries.
-func lcControl(entries []fakeprovider.Entry) []fakeprovider.Entry {
+// Control keeps the control-plane entries.
+func (entries journal) Control() journal {
 	var out []fakeprovider.Entry
 	for _, e := range entries {
 		if !e.Envd {
@@ -83,8 +79,8 @@ func lcControl(entries []fakeprovider.Entry) []fakeprovider.Entry {
 	return out
 }
 
-// lcWithOp keeps the entries of one operation.
-func lcWithOp(entries []fakeprovider.Entry, op string) []fakeprovider.Entry {
+// WithOp keeps the entries of one operation.
+func (entries journal) WithOp(op string) journal {
 	var out []fakeprovider.Entry
 	for _, e := range entries {
 		if e.Op == op {
@@ -94,18 +90,18 @@ func lcWithOp(entries []fakeprovider.Entry, op string) []fakeprovider.Entry {
 	return out
 }
 
-// lcExpectOps asserts that entries are exactly the operations want, in order.
-func lcExpectOps(what string, entries []fakeprovider.Entry, want ...string) {
+// ExpectOps asserts that entries are exactly the operations want, in order.
+func (entries journal) ExpectOps(what string, want ...string) {
 	ginkgo.GinkgoHelper()
 	if want == nil {
 		want = []string{}
 	}
-	gomega.Expect(lcOps(entries)).To(gomega.Equal(want), "%s: the provider requests made", what)
+	gomega.Expect(entries.Ops()).To(gomega.Equal(want), "%s: the provider requests made", what)
 }
 
-// lcExpectNoEnvd asserts that no entry reached a sandbox's daemon (SDK-3)
+// ExpectNoEnvd asserts that no entry reached a sandbox's daemon (SDK-3)
 // nor used a sandbox's domain as its host.
-func lcExpectNoEnvd(tc *TestContext, what string, entries []fakeprovider.Entry, ids ...string) {
+func (entries journal) ExpectNoEnvd(tc *TestContext, what string, ids ...string) {
 	ginkgo.GinkgoHelper()
 	for _, e := range entries {
 		gomega.Expect(e.Envd).To(gomega.BeFalse(), "%s: the server called the sandbox's daemon (%s)", what, e.Op)
@@ -118,9 +114,9 @@ func lcExpectNoEnvd(tc *TestContext, what string, entries []fakeprovider.Entry, 
 	}
 }
 
-// lcTimeoutBody returns N of a {"timeout": N} request body, and fails the
+// timeoutBody returns N of a {"timeout": N} request body, and fails the
 // spec when the body is anything else.
-func lcTimeoutBody(e fakeprovider.Entry) int64 {
+func timeoutBody(e fakeprovider.Entry) int64 {
 	ginkgo.GinkgoHelper()
 	var body map[string]any
 	gomega.Expect(json.Unmarshal(e.Body, &body)).To(gomega.Succeed(), "%s: the body is not a JSON object: %q", e.Op, truncate(string(e.Body), 200))
@@ -135,38 +131,38 @@ func lcTimeoutBody(e fakeprovider.Entry) int64 {
 	return int64(n)
 }
 
-// lcRenewals returns N of every OpSetTimeout for id in entries, in order.
-func lcRenewals(entries []fakeprovider.Entry, id string) []int64 {
+// Renewals returns N of every OpSetTimeout for id in entries, in order.
+func (entries journal) Renewals(id string) []int64 {
 	ginkgo.GinkgoHelper()
 	var out []int64
 	for _, e := range entries {
 		if e.Op == sandbox.OpSetTimeout && e.SandboxID == id {
-			out = append(out, lcTimeoutBody(e))
+			out = append(out, timeoutBody(e))
 		}
 	}
 	return out
 }
 
-// lcExpectEndAt asserts that the provider's endAt of id is want, to the second.
-func lcExpectEndAt(tc *TestContext, id string, want time.Time, why string) {
+// expectEndAt asserts that the provider's endAt of id is want, to the second.
+func (tc *TestContext) expectEndAt(id string, want time.Time, why string) {
 	ginkgo.GinkgoHelper()
 	rec, ok := tc.Fake.Sandbox(id)
 	gomega.Expect(ok).To(gomega.BeTrue(), "%s: sandbox %s is gone", why, id)
 	gomega.Expect(rec.EndAt).To(gomega.BeTemporally("~", want, time.Second), "%s: the sandbox's end time", why)
 }
 
-// lcLive reports whether the provider still has sandbox id.
-func lcLive(tc *TestContext, id string) bool {
+// live reports whether the provider still has sandbox id.
+func (tc *TestContext) live(id string) bool {
 	_, ok := tc.Fake.Sandbox(id)
 	return ok
 }
 
-// lcWaitGone waits, within the settle timeout, until none of ids is live.
-func lcWaitGone(ctx context.Context, tc *TestContext, why string, ids ...string) {
+// waitGone waits, within the settle timeout, until none of ids is live.
+func (tc *TestContext) waitGone(ctx context.Context, why string, ids ...string) {
 	ginkgo.GinkgoHelper()
 	gone := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
 		for _, id := range ids {
-			if lcLive(tc, id) {
+			if tc.live(id) {
 				return false
 			}
 		}
@@ -175,13 +171,13 @@ func lcWaitGone(ctx context.Context, tc *TestContext, why string, ids ...string)
 	if !gone {
 		var left []string
 		for _, id := range ids {
-			if lcLive(tc, id) {
+			if tc.live(id) {
 				left = append(left, id)
 			}
 		}
 		var reqs []string
 		for _, id := range left {
-			for _, e := range tc.Fake.Journal().ForSandbox(id) {
+			for _, e := range tc.journalFor(id) {
 				if !e.Envd {
 					reqs = append(reqs, fmt.Sprintf("%s %s -> %d", e.Op, id, e.Status))
 				}
@@ -192,9 +188,9 @@ func lcWaitGone(ctx context.Context, tc *TestContext, why string, ids ...string)
 	}
 }
 
-// lcSettle waits until the journal has stayed unchanged for lcGrace (at
+// settle waits until the journal has stayed unchanged for lcGrace (at
 // most the settle timeout), so that a late call would have arrived.
-func lcSettle(ctx context.Context, tc *TestContext) {
+func (tc *TestContext) settle(ctx context.Context) {
 	last := tc.Fake.Journal().Len()
 	still := time.Now()
 	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
@@ -207,31 +203,31 @@ func lcSettle(ctx context.Context, tc *TestContext) {
 	})
 }
 
-// lcClose closes a session (for HTTP this sends DELETE) and waits until
+// closeSession closes a session (for HTTP this sends DELETE) and waits until
 // the provider no longer has the sandboxes it owned and the server has
 // stopped calling the provider.
-func lcClose(ctx context.Context, tc *TestContext, s *Session, owned ...string) {
+func (tc *TestContext) closeSession(ctx context.Context, s *Session, owned ...string) {
 	ginkgo.GinkgoHelper()
 	gomega.Expect(s.Close(ctx)).To(gomega.Succeed(), "close the session")
-	lcWaitGone(ctx, tc, "after the session closed", owned...)
-	lcSettle(ctx, tc)
+	tc.waitGone(ctx, "after the session closed", owned...)
+	tc.settle(ctx)
 }
 
-// lcKills counts the OpKillSandbox requests for id.
-func lcKills(tc *TestContext, id string) int {
-	return len(lcWithOp(tc.Fake.Journal().ForSandbox(id), sandbox.OpKillSandbox))
+// kills counts the OpKillSandbox requests for id.
+func (tc *TestContext) kills(id string) int {
+	return len(tc.journalFor(id).WithOp(sandbox.OpKillSandbox))
 }
 
 // lcExpectUntouchedAtClose asserts that an external sandbox survived a
 // session's close and that the server never renewed or killed it.
-func lcExpectUntouched(tc *TestContext, id, why string) {
+func (tc *TestContext) expectUntouched(id, why string) {
 	ginkgo.GinkgoHelper()
-	gomega.Expect(lcLive(tc, id)).To(gomega.BeTrue(), "%s: sandbox %s was destroyed", why, id)
-	gomega.Expect(lcKills(tc, id)).To(gomega.BeZero(), "%s: the server killed sandbox %s", why, id)
+	gomega.Expect(tc.live(id)).To(gomega.BeTrue(), "%s: sandbox %s was destroyed", why, id)
+	gomega.Expect(tc.kills(id)).To(gomega.BeZero(), "%s: the server killed sandbox %s", why, id)
 }
 
-// lcKnownOp reports whether op is in the route table (control plane or envd).
-func lcKnownOp(op string) bool {
+// knownOp reports whether op is in the route table (control plane or envd).
+func knownOp(op string) bool {
 	return contains(sandbox.ControlPlaneOps(), op) || contains(sandbox.EnvdOps(), op)
 }
 
@@ -239,18 +235,18 @@ func lcKnownOp(op string) bool {
 // that LIST-6 allows.
 var lcListParams = []string{"state", "limit", "nextToken", "metadata"}
 
-// lcExpectConnectionsReleased asserts, for a server in another process,
+// expectConnectionsReleased asserts, for a server in another process,
 // that the connections to the provider fall back to at most baseline soon
 // after a by-ID call (GET-6, TIMEOUT-6).
-func lcExpectConnectionsReleased(ctx context.Context, tc *TestContext, baseline int, what string) {
+func (tc *TestContext) expectConnectionsReleased(ctx context.Context, baseline int, what string) {
 	ginkgo.GinkgoHelper()
 	ok := tc.WaitFor(ctx, 2*time.Second, func() bool { return tc.OpenConnections() <= baseline })
 	gomega.Expect(ok).To(gomega.BeTrue(), "%s left %d connection(s) to the provider open (%d before the call)",
 		what, tc.OpenConnections(), baseline)
 }
 
-// lcKeys returns the keys of a JSON object.
-func lcKeys(m map[string]any) []string {
+// keysOf returns the keys of a JSON object.
+func keysOf(m map[string]any) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -40,8 +40,8 @@ var errsStatusCategory = []struct {
 	{503, "unavailable"}, {504, "timeout"},
 }
 
-// errsCategoryOf returns the category a status maps to.
-func errsCategoryOf(status int) string {
+// categoryOf returns the category a status maps to.
+func categoryOf(status int) string {
 	for _, sc := range errsStatusCategory {
 		if sc.status == status {
 			return sc.category
@@ -82,9 +82,9 @@ type errsEnv struct {
 // has, for read_file and download_file.
 const errsReadablePath = "/etc/hostname"
 
-// errsNewEnv connects a session, creates an owned sandbox and seeds an
+// newErrsEnv connects a session, creates an owned sandbox and seeds an
 // external one.
-func errsNewEnv(ctx context.Context, tc *TestContext) *errsEnv {
+func (tc *TestContext) newErrsEnv(ctx context.Context) *errsEnv {
 	ginkgo.GinkgoHelper()
 	env := &errsEnv{ctx: ctx, tc: tc, s: tc.Connect(ctx)}
 	env.external = tc.Seed(fakeprovider.SandboxSeed{Secure: true})
@@ -97,7 +97,7 @@ func errsNewEnv(ctx context.Context, tc *TestContext) *errsEnv {
 // errsCreate creates a sandbox in s and returns its ID.
 func errsCreate(ctx context.Context, tc *TestContext, s *Session) string {
 	ginkgo.GinkgoHelper()
-	return createSandbox(ctx, tc, s, nil)
+	return s.mustCreate(ctx, nil)
 }
 
 // errsMode is one way a tool reaches the platform: the tool, the operation
@@ -121,7 +121,7 @@ type errsMode struct {
 	args func(env *errsEnv) map[string]any
 }
 
-func errsWith(m map[string]any, kv ...any) map[string]any {
+func withArgs(m map[string]any, kv ...any) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
 		out[k] = v
@@ -176,7 +176,7 @@ func errsControlModes() []errsMode {
 	}
 	for _, dt := range errsDataTools {
 		modes = append(modes, errsMode{name: dt.tool + "(external)", tool: dt.tool, op: sandbox.OpConnectSandbox,
-			args: func(e *errsEnv) map[string]any { return errsWith(dt.args, "sandbox_id", e.external) }})
+			args: func(e *errsEnv) map[string]any { return withArgs(dt.args, "sandbox_id", e.external) }})
 	}
 	return modes
 }
@@ -222,9 +222,9 @@ func errsEnvdRPCModes() []errsMode {
 	}
 }
 
-// errsUsable reports whether a mode can run against this server, failing
+// usable reports whether a mode can run against this server, failing
 // the spec when a tool is missing under RequireAll.
-func errsUsable(env *errsEnv, m errsMode) bool {
+func (env *errsEnv) usable(m errsMode) bool {
 	ginkgo.GinkgoHelper()
 	for _, tool := range append([]string{m.tool}, m.needs...) {
 		if env.tc.Advertised(tool) == nil {
@@ -242,10 +242,10 @@ func errsUsable(env *errsEnv, m errsMode) bool {
 	return true
 }
 
-// errsLeaks lists what of a text must not reach a client or a log line
+// leaks lists what of a text must not reach a client or a log line
 // (ERR-3, META-4): a canary of the fake, a URL, a stack trace, or one of
 // the extra values.
-func errsLeaks(tc *TestContext, text string, extra ...string) []string {
+func (tc *TestContext) leaks(text string, extra ...string) []string {
 	var out []string
 	if c, ok := tc.Fake.FindCanary(text); ok {
 		out = append(out, fmt.Sprintf("holds the secret %q", c))
@@ -283,7 +283,7 @@ func (c *errsChecker) addf(format string, a ...any) {
 // toolError checks one result against the fault that caused it.
 func (c *errsChecker) toolError(label string, r *Result, f errsFault) {
 	if msgs := gomega.InterceptGomegaFailures(func() { c.tc.ExpectToolError(r, "") }); len(msgs) > 0 {
-		c.addf("%s: %s", label, errsOneLine(msgs[0]))
+		c.addf("%s: %s", label, failureLine(msgs[0]))
 	}
 	e := r.ErrorObject()
 	if e == nil {
@@ -321,7 +321,7 @@ func (c *errsChecker) hint(label string, r *Result) {
 
 // noLeak checks a text for leaks.
 func (c *errsChecker) noLeak(label, text string, extra ...string) {
-	for _, l := range errsLeaks(c.tc, text, extra...) {
+	for _, l := range c.tc.leaks(text, extra...) {
 		c.addf("%s: %s", label, l)
 	}
 }
@@ -335,7 +335,7 @@ func (c *errsChecker) success(label string, r *Result) {
 		c.addf("%s: unexpected tool error: %s", label, truncate(r.Text, 300))
 	default:
 		if msgs := gomega.InterceptGomegaFailures(func() { c.tc.ExpectSuccess(r) }); len(msgs) > 0 {
-			c.addf("%s: %s", label, errsOneLine(msgs[0]))
+			c.addf("%s: %s", label, failureLine(msgs[0]))
 		}
 	}
 }
@@ -354,9 +354,9 @@ func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op str
 	answered := ""
 	switch {
 	case r.Err != nil:
-		answered = "; it failed with: " + errsOneLine(r.Err.Error())
+		answered = "; it failed with: " + failureLine(r.Err.Error())
 	case r.IsError:
-		answered = "; it answered: " + errsOneLine(r.Text)
+		answered = "; it answered: " + failureLine(r.Text)
 	}
 	c.addf("%s: the call made no %s request, so the fault was never exercised (the tool reached the provider another way, or not at all)%s", label, op, answered)
 	return false
@@ -370,8 +370,8 @@ func (c *errsChecker) done() {
 	}
 }
 
-// errsOneLine squeezes a Gomega failure message onto one line.
-func errsOneLine(s string) string {
+// failureLine squeezes a Gomega failure message onto one line.
+func failureLine(s string) string {
 	// Gomega follows a description with a dump of the values ("Expected
 	// <map[string]interface {} | len:0>: ..."): the description says it
 	// in words.
@@ -381,10 +381,10 @@ func errsOneLine(s string) string {
 	return truncate(strings.Join(strings.Fields(s), " "), 300)
 }
 
-// errsRunCase injects f on m's operation, makes the call, clears the fault
+// runCase injects f on m's operation, makes the call, clears the fault
 // and checks the tool error; then makes the same call again, which must
 // succeed.
-func errsRunCase(env *errsEnv, c *errsChecker, m errsMode, f errsFault) {
+func (env *errsEnv) runCase(c *errsChecker, m errsMode, f errsFault) {
 	args := m.args(env)
 	h := f.inject(env.tc, m.op, "")
 	r := env.s.Call(env.ctx, m.tool, args)
@@ -411,15 +411,15 @@ func errsRunCase(env *errsEnv, c *errsChecker, m errsMode, f errsFault) {
 // modes.
 func errsMatrix(modes func() []errsMode, faults []errsFault) func(ctx context.Context, tc *TestContext) {
 	return func(ctx context.Context, tc *TestContext) {
-		env := errsNewEnv(ctx, tc)
+		env := tc.newErrsEnv(ctx)
 		c := newErrsChecker(tc)
 		ran := 0
 		for _, m := range modes() {
-			if !errsUsable(env, m) {
+			if !env.usable(m) {
 				continue
 			}
 			for _, f := range faults {
-				errsRunCase(env, c, m, f)
+				env.runCase(c, m, f)
 				ran++
 			}
 		}
@@ -493,7 +493,7 @@ func errsCreateRejectedSpec() Spec {
 			for _, k := range cases {
 				tc.Fake.Journal().Reset()
 				r := s.Call(ctx, "create_sandbox", k.args)
-				f := errsFault{name: k.name, category: errsCategoryOf(k.status)}
+				f := errsFault{name: k.name, category: categoryOf(k.status)}
 				if tc.Fake.Journal().Count(sandbox.OpCreateSandbox) > 0 {
 					// The platform refused: its status must come back.
 					f.status = k.status
@@ -565,15 +565,15 @@ func errsMissingPathSpec() Spec {
 					label = "external"
 				}
 				for _, tool := range []string{"read_file", "list_files", "download_file"} {
-					r := s.Call(ctx, tool, errsWith(where, "path", missing))
+					r := s.Call(ctx, tool, withArgs(where, "path", missing))
 					for _, msg := range gomega.InterceptGomegaFailures(func() { tc.ExpectToolError(r, "not_found") }) {
-						c.addf("%s(%s): %s", tool, label, errsOneLine(msg))
+						c.addf("%s(%s): %s", tool, label, failureLine(msg))
 					}
 					c.hint(tool+"("+label+")", r)
 					c.noLeak(tool+"("+label+")", r.JSON)
 				}
 				// The session still works.
-				c.success("list_files("+label+")", s.Call(ctx, "list_files", errsWith(where, "path", "/tmp")))
+				c.success("list_files("+label+")", s.Call(ctx, "list_files", withArgs(where, "path", "/tmp")))
 			}
 			c.done()
 		},

@@ -30,7 +30,7 @@ func execSpecs() []Spec {
 			Title: "run_command returns stdout and stderr separately, with exit_code 0 and truncated false",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				out := dpExec(ctx, tc, s, "run_command", map[string]any{
+				out := s.exec(ctx, "run_command", map[string]any{
 					"command": "echo out-1; echo err-1 >&2; printf 'out-2\\n'; printf 'err-2\\n' >&2",
 				})
 				gomega.Expect(out.Stdout).To(gomega.Equal("out-1\nout-2\n"), "stdout holds exactly what went to stdout")
@@ -55,7 +55,7 @@ func execSpecs() []Spec {
 					{"echo partial; echo oops >&2; exit 42", 42, "partial\n", "oops\n"},
 					{"no-such-command-sbk", 127, "", ""},
 				} {
-					out := dpExec(ctx, tc, s, "run_command", map[string]any{"command": c.command})
+					out := s.exec(ctx, "run_command", map[string]any{"command": c.command})
 					gomega.Expect(out.ExitCode).To(gomega.Equal(c.code), "%q: exit_code", c.command)
 					gomega.Expect(out.Stdout).To(gomega.Equal(c.stdout), "%q: stdout", c.command)
 					if c.code != 127 {
@@ -72,9 +72,9 @@ func execSpecs() []Spec {
 			Title: "run_command runs in the given cwd with the given envs added to the environment",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("cwd")
-				dpRun(ctx, tc, s, "mkdir -p "+dir+"/inner")
-				out := dpExec(ctx, tc, s, "run_command", map[string]any{
+				dir := scratchDir("cwd")
+				s.runCommand(ctx, "mkdir -p "+dir+"/inner")
+				out := s.exec(ctx, "run_command", map[string]any{
 					"command": `pwd; echo "[$SBK_ONE]"; echo "[$SBK_TWO]"; ls`,
 					"cwd":     dir,
 					"envs":    map[string]string{"SBK_ONE": "first value", "SBK_TWO": "x=y;$HOME 'q'"},
@@ -83,7 +83,7 @@ func execSpecs() []Spec {
 				gomega.Expect(out.Stdout).To(gomega.Equal(dir+"\n[first value]\n[x=y;$HOME 'q']\ninner\n"),
 					"pwd is cwd, the envs arrive verbatim (no shell expansion of their values), and relative paths resolve against cwd")
 				// Without cwd and envs the variables are gone: envs belong to one command.
-				out = dpExec(ctx, tc, s, "run_command", map[string]any{"command": `echo "[${SBK_ONE:-unset}]"`})
+				out = s.exec(ctx, "run_command", map[string]any{"command": `echo "[${SBK_ONE:-unset}]"`})
 				gomega.Expect(out.Stdout).To(gomega.Equal("[unset]\n"), "envs of one call must not leak into the next")
 			},
 		},
@@ -93,8 +93,8 @@ func execSpecs() []Spec {
 			Title: "run_command fails promptly with a tool error of category timeout when the command outlives timeout, and kills it",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("timeout")
-				dpRun(ctx, tc, s, "mkdir -p "+dir) // the sandbox exists before the clock starts
+				dir := scratchDir("timeout")
+				s.runCommand(ctx, "mkdir -p "+dir) // the sandbox exists before the clock starts
 				marker := dir + "/late"
 				cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 				defer cancel()
@@ -109,10 +109,10 @@ func execSpecs() []Spec {
 				gomega.Expect(elapsed).To(gomega.BeNumerically("<", 5*time.Second), "the timeout error must come soon after timeout, not when the command ends")
 				// The command was killed: what it would have done after 2 s never happens.
 				time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
-				out := dpExec(ctx, tc, s, "run_command", map[string]any{"command": "test -e " + marker + " && echo present || echo absent"})
+				out := s.exec(ctx, "run_command", map[string]any{"command": "test -e " + marker + " && echo present || echo absent"})
 				gomega.Expect(out.Stdout).To(gomega.Equal("absent\n"), "a command that outlives timeout must be killed")
 				// The sandbox still works after the timeout.
-				gomega.Expect(dpRun(ctx, tc, s, "echo alive").Stdout).To(gomega.Equal("alive\n"))
+				gomega.Expect(s.runCommand(ctx, "echo alive").Stdout).To(gomega.Equal("alive\n"))
 			},
 		},
 		{
@@ -122,7 +122,7 @@ func execSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				code := "greet() { echo \"hello $1\"; }\ngreet world\necho 'to stderr' >&2\nfor i in 1 2 3; do printf '%s,' $i; done\necho\nexit 4\n"
-				out := dpExec(ctx, tc, s, "run_code", map[string]any{"code": code, "language": "bash"})
+				out := s.exec(ctx, "run_code", map[string]any{"code": code, "language": "bash"})
 				gomega.Expect(out.Stdout).To(gomega.Equal("hello world\n1,2,3,\n"))
 				gomega.Expect(out.Stderr).To(gomega.Equal("to stderr\n"))
 				gomega.Expect(out.ExitCode).To(gomega.Equal(4), "a non-zero exit of the program is a result")
@@ -156,25 +156,25 @@ func execSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				full := execSeq(100000)
-				out := dpExec(ctx, tc, s, "run_command", map[string]any{"command": "seq 1 100000; echo small-err >&2"})
+				out := s.exec(ctx, "run_command", map[string]any{"command": "seq 1 100000; echo small-err >&2"})
 				gomega.Expect(out.ExitCode).To(gomega.Equal(0))
 				gomega.Expect(out.Truncated).To(gomega.BeTrue(), "588895 bytes of stdout exceed the cap")
 				execExpectHeadTail("stdout", out.Stdout, full)
 				gomega.Expect(out.Stderr).To(gomega.Equal("small-err\n"), "the cap is per stream: a small stderr stays whole")
 
-				out = dpExec(ctx, tc, s, "run_command", map[string]any{"command": "echo small-out; seq 1 100000 >&2"})
+				out = s.exec(ctx, "run_command", map[string]any{"command": "echo small-out; seq 1 100000 >&2"})
 				gomega.Expect(out.Truncated).To(gomega.BeTrue(), "a cut stderr sets truncated too")
 				execExpectHeadTail("stderr", out.Stderr, full)
 				gomega.Expect(out.Stdout).To(gomega.Equal("small-out\n"))
 
 				// run_code is capped the same way.
-				out = dpExec(ctx, tc, s, "run_code", map[string]any{"code": "seq 1 100000", "language": "bash"})
+				out = s.exec(ctx, "run_code", map[string]any{"code": "seq 1 100000", "language": "bash"})
 				gomega.Expect(out.Truncated).To(gomega.BeTrue(), "run_code: a cut stdout sets truncated")
 				execExpectHeadTail("run_code stdout", out.Stdout, full)
 
 				// Output that fits is never cut or marked.
 				fits := execSeq(10000) // 48894 bytes
-				out = dpExec(ctx, tc, s, "run_command", map[string]any{"command": "seq 1 10000"})
+				out = s.exec(ctx, "run_command", map[string]any{"command": "seq 1 10000"})
 				gomega.Expect(out.Truncated).To(gomega.BeFalse(), "48894 bytes fit in the cap")
 				gomega.Expect(out.Stdout == fits).To(gomega.BeTrue(), "output under the cap must come back whole")
 			},
@@ -184,9 +184,7 @@ func execSpecs() []Spec {
 			Tools: []string{"run_command", "run_code", "get_sandbox"},
 			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectImplicitCreate(ctx, tc,
-					dpImplicitCase{"run_command", map[string]any{"command": "echo one > /tmp/sbk-implicit"}},
-					dpImplicitCase{"run_code", map[string]any{"code": "cat /tmp/sbk-implicit", "language": "bash"}})
+				tc.expectImplicitCreate(ctx, dpImplicitCase{"run_command", map[string]any{"command": "echo one > /tmp/sbk-implicit"}}, dpImplicitCase{"run_code", map[string]any{"code": "cat /tmp/sbk-implicit", "language": "bash"}})
 			},
 		},
 		{
@@ -194,9 +192,7 @@ func execSpecs() []Spec {
 			Tools: []string{"run_command", "run_code", "get_sandbox"},
 			Title: "run_code without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectImplicitCreate(ctx, tc,
-					dpImplicitCase{"run_code", map[string]any{"code": "echo one", "language": "bash"}},
-					dpImplicitCase{"run_command", map[string]any{"command": "echo two"}})
+				tc.expectImplicitCreate(ctx, dpImplicitCase{"run_code", map[string]any{"code": "echo one", "language": "bash"}}, dpImplicitCase{"run_command", map[string]any{"command": "echo two"}})
 			},
 		},
 		{
@@ -204,7 +200,7 @@ func execSpecs() []Spec {
 			Tools: []string{"create_sandbox", "run_command", "run_code"},
 			Title: "run_command and run_code on an owned sandbox renew it to the session's renewal policy before returning",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectRenewals(ctx, tc, 120, []dpRenewalCase{
+				tc.expectRenewals(ctx, 120, []dpRenewalCase{
 					{Tool: "run_command", WantEnvd: true, Args: func(id string) map[string]any {
 						return map[string]any{"command": "echo renew", "sandbox_id": id}
 					}},
@@ -223,13 +219,13 @@ func execSpecs() []Spec {
 			Title: "run_command renews an implicitly created sandbox to 300 s, the policy of a sandbox created without timeout",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dpRun(ctx, tc, s, "true")
-				created := dpLiveCreated(tc)
+				s.runCommand(ctx, "true")
+				created := tc.liveCreated()
 				gomega.Expect(created).To(gomega.HaveLen(1))
 				tc.Clock.Advance(11 * time.Second)
 				mark := tc.Fake.Journal().Len()
-				dpRun(ctx, tc, s, "echo again")
-				dpExpectRenewedSince(tc, "run_command", created[0], mark, dpDefaultRenewal, true)
+				s.runCommand(ctx, "echo again")
+				tc.expectRenewedSince("run_command", created[0], mark, dpDefaultRenewal, true)
 			},
 		},
 		{
@@ -241,21 +237,21 @@ func execSpecs() []Spec {
 				ext := tc.Seed(fakeprovider.SandboxSeed{EndAt: endAt})
 				s := tc.Connect(ctx)
 				mark := tc.Fake.Journal().Len()
-				out := dpExec(ctx, tc, s, "run_command", map[string]any{"command": "echo external > /tmp/sbk-ext; cat /tmp/sbk-ext", "sandbox_id": ext})
+				out := s.exec(ctx, "run_command", map[string]any{"command": "echo external > /tmp/sbk-ext; cat /tmp/sbk-ext", "sandbox_id": ext})
 				gomega.Expect(out.Stdout).To(gomega.Equal("external\n"))
-				gomega.Expect(tc.Fake.Journal().ForSandbox(ext)).To(gomega.ContainElement(gomega.HaveField("Envd", true)),
+				gomega.Expect(tc.journalFor(ext)).To(gomega.ContainElement(gomega.HaveField("Envd", true)),
 					"the command must run in the external sandbox")
-				dpExpectExternalUntouched(tc, "run_command", ext, mark, true)
+				tc.expectExternalUntouchedSince("run_command", ext, mark, true)
 				mark = tc.Fake.Journal().Len()
-				code := dpExec(ctx, tc, s, "run_code", map[string]any{"code": "cat /tmp/sbk-ext", "language": "bash", "sandbox_id": ext})
+				code := s.exec(ctx, "run_code", map[string]any{"code": "cat /tmp/sbk-ext", "language": "bash", "sandbox_id": ext})
 				gomega.Expect(code.Stdout).To(gomega.Equal("external\n"), "run_code must run in the same external sandbox")
-				dpExpectExternalUntouched(tc, "run_code", ext, mark, true)
-				gomega.Expect(dpLiveCreated(tc)).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
+				tc.expectExternalUntouchedSince("run_code", ext, mark, true)
+				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
 				gomega.Expect(s.Close(ctx)).To(gomega.Succeed())
 				time.Sleep(100 * time.Millisecond) // let a wrongful close-time destroy happen
 				_, alive := tc.Fake.Sandbox(ext)
 				gomega.Expect(alive).To(gomega.BeTrue(), "closing the session must not destroy an external sandbox")
-				for _, e := range tc.Fake.Journal().Entries()[mark:] {
+				for _, e := range tc.journal()[mark:] {
 					gomega.Expect(e.Op == sandbox.OpKillSandbox && e.SandboxID == ext).To(gomega.BeFalse(), "the external sandbox was killed at close")
 				}
 			},
@@ -310,7 +306,7 @@ func execExpectMissingInterpreterOr(tc *TestContext, r *Result, want, what strin
 		return
 	}
 	var out dpExecOut
-	dpDecode(tc, r, &out, "stdout", "stderr", "exit_code", "truncated")
+	tc.decode(r, &out, "stdout", "stderr", "exit_code", "truncated")
 	ginkgo.AddReportEntry(what, fmt.Sprintf("result with exit_code %d", out.ExitCode))
 	if out.ExitCode == 0 {
 		gomega.Expect(out.Stdout).To(gomega.Equal(want), "%s: the program's output (wrong interpreter?)", what)

@@ -1,8 +1,8 @@
 package conformance
 
 // Helpers shared by the data-plane families (exec, files, background,
-// binary). Every name starts with "dp" so that they never collide with the
-// helpers of other families.
+// binary): methods on the *Session (data-plane calls), the *TestContext
+// (renewal and implicit-create checks) and the fake's journal.
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
-	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -32,10 +31,10 @@ type dpExecOut struct {
 	Truncated bool   `json:"truncated"`
 }
 
-// dpDecode asserts a successful result (TOOLS-3), checks that its
+// decode asserts a successful result (TOOLS-3), checks that its
 // structuredContent holds every key of the contract's result, and decodes it
 // into out.
-func dpDecode(tc *TestContext, r *Result, out any, keys ...string) {
+func (tc *TestContext) decode(r *Result, out any, keys ...string) {
 	ginkgo.GinkgoHelper()
 	tc.ExpectSuccess(r)
 	for _, k := range keys {
@@ -46,48 +45,49 @@ func dpDecode(tc *TestContext, r *Result, out any, keys ...string) {
 	gomega.Expect(json.Unmarshal(data, out)).To(gomega.Succeed(), "%s: result members have the wrong types: %s", r.Tool, truncate(r.Text, 300))
 }
 
-// dpExec calls run_command or run_code and returns its decoded result.
-func dpExec(ctx context.Context, tc *TestContext, s *Session, tool string, args map[string]any) dpExecOut {
+// exec calls run_command or run_code and returns its decoded result.
+func (s *Session) exec(ctx context.Context, tool string, args map[string]any) dpExecOut {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	var out dpExecOut
-	dpDecode(tc, s.Call(ctx, tool, args), &out, "stdout", "stderr", "exit_code", "truncated")
+	tc.decode(s.Call(ctx, tool, args), &out, "stdout", "stderr", "exit_code", "truncated")
 	return out
 }
 
-// dpRun runs a shell command that must succeed with exit code 0.
-func dpRun(ctx context.Context, tc *TestContext, s *Session, command string, sandboxID ...string) dpExecOut {
+// runCommand runs a shell command that must succeed with exit code 0.
+func (s *Session) runCommand(ctx context.Context, command string, sandboxID ...string) dpExecOut {
 	ginkgo.GinkgoHelper()
 	args := map[string]any{"command": command}
 	if len(sandboxID) > 0 && sandboxID[0] != "" {
 		args["sandbox_id"] = sandboxID[0]
 	}
-	out := dpExec(ctx, tc, s, "run_command", args)
+	out := s.exec(ctx, "run_command", args)
 	gomega.Expect(out.ExitCode).To(gomega.Equal(0), "run_command %q: exit code (stderr %q)", command, truncate(out.Stderr, 300))
 	return out
 }
 
-// dpScratch returns a fresh absolute directory path under /tmp (which
+// scratchDir returns a fresh absolute directory path under /tmp (which
 // every E2B template and the fake have) for one spec's files.
-func dpScratch(tag string) string {
+func scratchDir(tag string) string {
 	b := make([]byte, 6)
 	_, _ = rand.Read(b)
 	return "/tmp/sbk-" + tag + "-" + hex.EncodeToString(b)
 }
 
-// dpCreate creates a sandbox with create_sandbox and returns its ID; a
+// createWithTimeout creates a sandbox with create_sandbox and returns its ID; a
 // timeout of 0 leaves the argument out.
-func dpCreate(ctx context.Context, tc *TestContext, s *Session, timeout int) string {
+func (s *Session) createWithTimeout(ctx context.Context, timeout int) string {
 	ginkgo.GinkgoHelper()
 	args := map[string]any{}
 	if timeout > 0 {
 		args["timeout"] = timeout
 	}
-	return createSandbox(ctx, tc, s, args)
+	return s.mustCreate(ctx, args)
 }
 
-// dpLiveCreated returns the IDs of the live sandboxes the server created
+// liveCreated returns the IDs of the live sandboxes the server created
 // (the ones the spec did not seed).
-func dpLiveCreated(tc *TestContext) []string {
+func (tc *TestContext) liveCreated() []string {
 	var ids []string
 	for _, rec := range tc.Fake.LiveSandboxes() {
 		if rec.Metadata[seedMarker] != "1" {
@@ -109,31 +109,31 @@ type dpRenewalCase struct {
 	WantEnvd bool
 }
 
-// dpExpectRenewals checks RENEW-1 for each case, in order, on an owned
+// expectRenewals checks RENEW-1 for each case, in order, on an owned
 // sandbox created with create_sandbox {timeout: policy}: the call succeeds,
 // the journal holds a set-timeout request for the sandbox with {"timeout":
 // policy} after the call's last daemon request, already when the call has
 // returned, and the sandbox's end is now + policy on the fake's clock.
-func dpExpectRenewals(ctx context.Context, tc *TestContext, policy int, cases []dpRenewalCase) {
+func (tc *TestContext) expectRenewals(ctx context.Context, policy int, cases []dpRenewalCase) {
 	ginkgo.GinkgoHelper()
 	s := tc.Connect(ctx)
-	id := dpCreate(ctx, tc, s, policy)
+	id := s.createWithTimeout(ctx, policy)
 	for _, c := range cases {
 		// Move the clock so that a renewal is visible in endAt.
 		tc.Clock.Advance(7 * time.Second)
 		mark := tc.Fake.Journal().Len()
 		r := s.Call(ctx, c.Tool, c.Args(id))
 		tc.ExpectSuccess(r)
-		dpExpectRenewedSince(tc, c.Tool, id, mark, policy, c.WantEnvd)
+		tc.expectRenewedSince(c.Tool, id, mark, policy, c.WantEnvd)
 	}
 }
 
-// dpExpectRenewedSince checks that since journal index mark the sandbox was
+// expectRenewedSince checks that since journal index mark the sandbox was
 // renewed to policy seconds (after the last daemon request when wantEnvd),
 // and that its end is now + policy.
-func dpExpectRenewedSince(tc *TestContext, tool, id string, mark, policy int, wantEnvd bool) {
+func (tc *TestContext) expectRenewedSince(tool, id string, mark, policy int, wantEnvd bool) {
 	ginkgo.GinkgoHelper()
-	entries := tc.Fake.Journal().Entries()[mark:]
+	entries := tc.journal()[mark:]
 	lastEnvd, renewal := -1, -1
 	for i, e := range entries {
 		if e.SandboxID != id {
@@ -151,7 +151,7 @@ func dpExpectRenewedSince(tc *TestContext, tool, id string, mark, policy int, wa
 	}
 	gomega.Expect(renewal).To(gomega.BeNumerically(">=", 0),
 		"%s: no set-timeout request for the owned sandbox after the call's work, before the call returned (RENEW-1); journal: %s",
-		tool, dpJournalSummary(entries))
+		tool, entries.Summary())
 	e := entries[renewal]
 	var body struct {
 		Timeout *int `json:"timeout"`
@@ -166,12 +166,12 @@ func dpExpectRenewedSince(tc *TestContext, tool, id string, mark, policy int, wa
 		"%s: the sandbox's end is not now + the renewal policy", tool)
 }
 
-// dpExpectExternalUntouched checks RENEW-2 on the journal since mark for an
+// expectExternalUntouchedSince checks RENEW-2 on the journal since mark for an
 // external sandbox: it was reached through connect (once at least, when
 // wantConnect), and never renewed, killed or created.
-func dpExpectExternalUntouched(tc *TestContext, tool, id string, mark int, wantConnect bool) {
+func (tc *TestContext) expectExternalUntouchedSince(tool, id string, mark int, wantConnect bool) {
 	ginkgo.GinkgoHelper()
-	entries := tc.Fake.Journal().Entries()[mark:]
+	entries := tc.journal()[mark:]
 	connects := 0
 	for _, e := range entries {
 		switch e.Op {
@@ -187,12 +187,12 @@ func dpExpectExternalUntouched(tc *TestContext, tool, id string, mark int, wantC
 	}
 	if wantConnect {
 		gomega.Expect(connects).To(gomega.BeNumerically(">=", 1), "%s: the external sandbox was not reached through the platform's connect call (RENEW-2); journal: %s",
-			tool, dpJournalSummary(entries))
+			tool, entries.Summary())
 	}
 }
 
-// dpJournalSummary lists journal entries briefly for failure messages.
-func dpJournalSummary(entries []fakeprovider.Entry) string {
+// Summary lists journal entries briefly for failure messages.
+func (entries journal) Summary() string {
 	var parts []string
 	for _, e := range entries {
 		op := e.Op
@@ -211,20 +211,20 @@ type dpImplicitCase struct {
 	Args map[string]any
 }
 
-// dpExpectImplicitCreate checks SESSION-2 for a tool: in a fresh session
+// expectImplicitCreate checks SESSION-2 for a tool: in a fresh session
 // the call creates exactly one sandbox, a second call reuses it, it is the
 // session's default (get_sandbox without sandbox_id names it), and it is
 // owned (destroyed when the session closes). It returns nothing: every
 // check is an assertion.
-func dpExpectImplicitCreate(ctx context.Context, tc *TestContext, first, second dpImplicitCase) {
+func (tc *TestContext) expectImplicitCreate(ctx context.Context, first, second dpImplicitCase) {
 	ginkgo.GinkgoHelper()
 	s := tc.Connect(ctx)
-	gomega.Expect(dpLiveCreated(tc)).To(gomega.BeEmpty())
+	gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty())
 	r := s.Call(ctx, first.Tool, first.Args)
 	tc.ExpectSuccess(r)
 	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.Equal(1),
 		"%s without sandbox_id and without a default must create exactly one sandbox (SESSION-2)", first.Tool)
-	created := dpLiveCreated(tc)
+	created := tc.liveCreated()
 	gomega.Expect(created).To(gomega.HaveLen(1), "%s: one live sandbox after the implicit create", first.Tool)
 	for _, e := range tc.Fake.Journal().Calls(sandbox.OpCreateSandbox) {
 		var body struct {

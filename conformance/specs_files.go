@@ -30,7 +30,7 @@ func filesSpecs() []Spec {
 			Title: "write_file creates missing parent directories and reports the bytes written, counting UTF-8 bytes, not characters",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("parents")
+				dir := scratchDir("parents")
 				file := dir + "/a/b/c/note.txt"
 				content := "héllo wörld ✓ 🚀\nzweite Zeile\t€\n"
 				gomega.Expect(len(content)).NotTo(gomega.Equal(len([]rune(content))))
@@ -54,7 +54,7 @@ func filesSpecs() []Spec {
 			Title: "read_file returns exactly the text write_file wrote, including multi-byte UTF-8, control characters, an empty file and an overwrite",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("roundtrip")
+				dir := scratchDir("roundtrip")
 				contents := map[string]string{
 					"unicode.txt": "Grüße, 世界! 👋🏽 ∑ 𝔘𝔫𝔦\n",
 					"control.txt": "tab\tcr\r\nnul-free \x01\x1f bell\a\n  trailing spaces  \n\n",
@@ -84,8 +84,8 @@ func filesSpecs() []Spec {
 			Title: "read_file of a file that is not valid UTF-8 is a tool error that points to download_file",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("nonutf8")
-				dpRun(ctx, tc, s, "mkdir -p "+dir+
+				dir := scratchDir("nonutf8")
+				s.runCommand(ctx, "mkdir -p "+dir+
 					" && printf 'ok\\377\\376end' > "+dir+"/latin.bin"+
 					" && printf 'caf\\303' > "+dir+"/cut.bin"+
 					" && printf 'x\\0y' > "+dir+"/nul.txt"+
@@ -104,8 +104,8 @@ func filesSpecs() []Spec {
 			Title: "read_file of a text file larger than 1 MiB is a tool error that points to download_file, while a file of exactly 1 MiB reads whole",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("bigtext")
-				out := dpRun(ctx, tc, s, "mkdir -p "+dir+" && cd "+dir+
+				dir := scratchDir("bigtext")
+				out := s.runCommand(ctx, "mkdir -p "+dir+" && cd "+dir+
 					" && yes | head -c 1048576 > at-cap.txt && yes | head -c 1048577 > over-cap.txt && yes | head -c 1100000 > big.txt"+
 					" && wc -c < at-cap.txt && wc -c < over-cap.txt")
 				gomega.Expect(strings.Fields(out.Stdout)).To(gomega.Equal([]string{"1048576", "1048577"}), "setup: file sizes")
@@ -125,12 +125,12 @@ func filesSpecs() []Spec {
 			Title: "list_files returns name, absolute path, type (file, directory, symlink) and size of each entry, down to the given depth",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				dir := dpScratch("tree")
+				dir := scratchDir("tree")
 				filesWrite(ctx, tc, s, dir+"/a.txt", "abc")
 				filesWrite(ctx, tc, s, dir+"/sub/b.txt", "hello\n")
 				filesWrite(ctx, tc, s, dir+"/sub/deeper/c.txt", "1234567")
 				filesWrite(ctx, tc, s, dir+"/sub/deeper/deepest/d.txt", "d")
-				dpRun(ctx, tc, s, "cd "+dir+" && ln -s a.txt link")
+				s.runCommand(ctx, "cd "+dir+" && ln -s a.txt link")
 
 				want := map[string]filesEntry{
 					dir + "/a.txt":                    {Name: "a.txt", Type: "file", Size: 3},
@@ -174,7 +174,7 @@ func filesSpecs() []Spec {
 			Title: "read_file and list_files of a path that does not exist are tool errors of category not_found",
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				missing := dpScratch("missing")
+				missing := scratchDir("missing")
 				tc.ExpectToolError(s.Call(ctx, "read_file", map[string]any{"path": missing + "/nope.txt"}), "not_found")
 				tc.ExpectToolError(s.Call(ctx, "list_files", map[string]any{"path": missing}), "not_found")
 				tc.ExpectToolError(s.Call(ctx, "list_files", map[string]any{"path": missing + "/deeper", "depth": 3}), "not_found")
@@ -185,9 +185,7 @@ func filesSpecs() []Spec {
 			Tools: []string{"write_file", "read_file", "get_sandbox"},
 			Title: "write_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectImplicitCreate(ctx, tc,
-					dpImplicitCase{"write_file", map[string]any{"path": "/tmp/sbk-implicit.txt", "content": "x"}},
-					dpImplicitCase{"read_file", map[string]any{"path": "/tmp/sbk-implicit.txt"}})
+				tc.expectImplicitCreate(ctx, dpImplicitCase{"write_file", map[string]any{"path": "/tmp/sbk-implicit.txt", "content": "x"}}, dpImplicitCase{"read_file", map[string]any{"path": "/tmp/sbk-implicit.txt"}})
 			},
 		},
 		{
@@ -195,9 +193,7 @@ func filesSpecs() []Spec {
 			Tools: []string{"list_files", "write_file", "get_sandbox"},
 			Title: "list_files without sandbox_id and without a default creates one sandbox that becomes the owned default",
 			Body: func(ctx context.Context, tc *TestContext) {
-				dpExpectImplicitCreate(ctx, tc,
-					dpImplicitCase{"list_files", map[string]any{"path": "/tmp"}},
-					dpImplicitCase{"write_file", map[string]any{"path": "/tmp/sbk-implicit.txt", "content": "x"}})
+				tc.expectImplicitCreate(ctx, dpImplicitCase{"list_files", map[string]any{"path": "/tmp"}}, dpImplicitCase{"write_file", map[string]any{"path": "/tmp/sbk-implicit.txt", "content": "x"}})
 			},
 		},
 		{
@@ -205,8 +201,8 @@ func filesSpecs() []Spec {
 			Tools: []string{"create_sandbox", "write_file", "read_file", "list_files"},
 			Title: "write_file, read_file and list_files on an owned sandbox renew it to the session's renewal policy before returning",
 			Body: func(ctx context.Context, tc *TestContext) {
-				file := dpScratch("renew") + "/f.txt"
-				dpExpectRenewals(ctx, tc, 90, []dpRenewalCase{
+				file := scratchDir("renew") + "/f.txt"
+				tc.expectRenewals(ctx, 90, []dpRenewalCase{
 					{Tool: "write_file", WantEnvd: true, Args: func(id string) map[string]any {
 						return map[string]any{"path": file, "content": "renew", "sandbox_id": id}
 					}},
@@ -226,13 +222,13 @@ func filesSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				ext := tc.Seed(fakeprovider.SandboxSeed{})
 				s := tc.Connect(ctx)
-				dir := dpScratch("ext")
+				dir := scratchDir("ext")
 				mark := tc.Fake.Journal().Len()
 				filesWrite(ctx, tc, s, dir+"/f.txt", "ext", ext)
 				gomega.Expect(filesRead(ctx, tc, s, dir+"/f.txt", ext).Content).To(gomega.Equal("ext"))
 				filesListIn(ctx, tc, s, dir, 1, ext)
-				dpExpectExternalUntouched(tc, "file tools", ext, mark, true)
-				gomega.Expect(dpLiveCreated(tc)).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
+				tc.expectExternalUntouchedSince("file tools", ext, mark, true)
+				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
 			},
 		},
 	}
@@ -257,7 +253,7 @@ func filesWrite(ctx context.Context, tc *TestContext, s *Session, p, content str
 		args["sandbox_id"] = sandboxID[0]
 	}
 	var out filesWriteOut
-	dpDecode(tc, s.Call(ctx, "write_file", args), &out, "path", "bytes_written")
+	tc.decode(s.Call(ctx, "write_file", args), &out, "path", "bytes_written")
 	return out
 }
 
@@ -268,7 +264,7 @@ func filesRead(ctx context.Context, tc *TestContext, s *Session, p string, sandb
 		args["sandbox_id"] = sandboxID[0]
 	}
 	var out filesReadOut
-	dpDecode(tc, s.Call(ctx, "read_file", args), &out, "path", "content")
+	tc.decode(s.Call(ctx, "read_file", args), &out, "path", "content")
 	return out
 }
 
@@ -292,7 +288,7 @@ func filesListIn(ctx context.Context, tc *TestContext, s *Session, dir string, d
 	var out struct {
 		Entries []filesEntry `json:"entries"`
 	}
-	dpDecode(tc, s.Call(ctx, "list_files", args), &out, "entries")
+	tc.decode(s.Call(ctx, "list_files", args), &out, "entries")
 	byPath := map[string]filesEntry{}
 	for _, e := range out.Entries {
 		gomega.Expect(byPath).NotTo(gomega.HaveKey(e.Path), "list_files %s: %s listed twice", dir, e.Path)

@@ -176,7 +176,7 @@ func leakageSpecs() []Spec {
 						if tc.Advertised(dt.tool) == nil {
 							continue
 						}
-						r := leakCall(ctx, tc, c, s, dt.tool+"("+label+")", dt.tool, errsWith(dt.args, leakKV(where)...))
+						r := leakCall(ctx, tc, c, s, dt.tool+"("+label+")", dt.tool, withArgs(dt.args, leakKV(where)...))
 						ran++
 						if dt.tool != "start_background_command" || r.IsError {
 							continue
@@ -189,7 +189,7 @@ func leakageSpecs() []Spec {
 							// Kill a command that is surely still running: the one
 							// above may have finished already.
 							long := leakCall(ctx, tc, c, s, "start_background_command("+label+", long)", "start_background_command",
-								errsWith(map[string]any{"command": "sleep 30"}, leakKV(where)...))
+								withArgs(map[string]any{"command": "sleep 30"}, leakKV(where)...))
 							if !long.IsError {
 								leakCall(ctx, tc, c, s, "kill_background_command("+label+")", "kill_background_command",
 									map[string]any{"command_id": long.String("command_id")})
@@ -210,7 +210,7 @@ func leakageSpecs() []Spec {
 			Rules: []string{"ERR-3", "META-4"},
 			Body: func(ctx context.Context, tc *TestContext) {
 				mark := len(tc.Logs())
-				env := errsNewEnv(ctx, tc)
+				env := tc.newErrsEnv(ctx)
 				c := newErrsChecker(tc)
 				type fault struct {
 					f    errsFault
@@ -227,7 +227,7 @@ func leakageSpecs() []Spec {
 				}
 				modes := append(append(errsControlModes(), errsEnvdFileModes()...), errsEnvdRPCModes()...)
 				for _, m := range modes {
-					if !errsUsable(env, m) {
+					if !env.usable(m) {
 						continue
 					}
 					for _, k := range faults {
@@ -297,12 +297,12 @@ func leakageSpecs() []Spec {
 					ran++
 					w := wrong[tool]
 					for label, args := range map[string]map[string]any{
-						tool + " wrong " + w.field: errsWith(base[tool], w.field, w.v),
-						tool + " unknown argument": errsWith(base[tool], "zq_extra", leakValBait),
+						tool + " wrong " + w.field: withArgs(base[tool], w.field, w.v),
+						tool + " unknown argument": withArgs(base[tool], "zq_extra", leakValBait),
 					} {
 						r := s.Call(ctx, tool, args)
 						if msgs := gomega.InterceptGomegaFailures(func() { tc.ExpectToolError(r, "invalid_argument") }); len(msgs) > 0 {
-							c.addf("%s: %s", label, errsOneLine(msgs[0]))
+							c.addf("%s: %s", label, failureLine(msgs[0]))
 						}
 						c.noLeak(label, r.JSON, leakValBait, "zqvalsecret", "3307")
 					}

@@ -93,24 +93,24 @@ func renewalSpecs() []Spec {
 	}
 }
 
-// lcExpectRenewedBy runs call with the journal reset and asserts that it
+// expectRenewedBy runs call with the journal reset and asserts that it
 // renewed sandbox id by n seconds (every renewal), before returning, and
 // that the platform's end time is now + n.
-func lcExpectRenewedBy(tc *TestContext, id string, n int64, what string, call func()) {
+func (tc *TestContext) expectRenewedBy(id string, n int64, what string, call func()) {
 	ginkgo.GinkgoHelper()
 	tc.Clock.Advance(7 * time.Second) // so that a renewal is visible in endAt
 	tc.Fake.Journal().Reset()
 	call()
-	got := lcRenewals(tc.Fake.Journal().Entries(), id)
+	got := tc.journal().Renewals(id)
 	gomega.Expect(got).NotTo(gomega.BeEmpty(), "%s must renew the owned sandbox by %d s before it returns", what, n)
 	gomega.Expect(got).To(gomega.HaveEach(n), "%s must renew the owned sandbox by the policy, %d s", what, n)
-	lcExpectEndAt(tc, id, tc.Clock.Now().Add(time.Duration(n)*time.Second), what+": renewed end time")
+	tc.expectEndAt(id, tc.Clock.Now().Add(time.Duration(n)*time.Second), what+": renewed end time")
 }
 
 func specSetTimeoutResult(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	for _, c := range []struct {
 		args map[string]any
 		id   string
@@ -128,12 +128,12 @@ func specSetTimeoutResult(ctx context.Context, tc *TestContext) {
 
 func specInitialPolicyDefault(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
-	lcExpectRenewedBy(tc, a, 300, "run_command on a sandbox created without timeout", func() { lcRun(ctx, tc, s, "") })
+	a := s.mustCreate(ctx, nil)
+	tc.expectRenewedBy(a, 300, "run_command on a sandbox created without timeout", func() { s.mustRun(ctx, "") })
 
 	s2 := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
-	lcRun(ctx, tc, s2, "")
+	s2.mustRun(ctx, "")
 	var b string
 	for _, rec := range tc.Fake.LiveSandboxes() {
 		if rec.ID != a {
@@ -141,32 +141,32 @@ func specInitialPolicyDefault(ctx context.Context, tc *TestContext) {
 		}
 	}
 	gomega.Expect(b).NotTo(gomega.BeEmpty(), "run_command without a default created no sandbox")
-	got := lcRenewals(tc.Fake.Journal().Entries(), b)
+	got := tc.journal().Renewals(b)
 	gomega.Expect(got).NotTo(gomega.BeEmpty(), "run_command that created the default sandbox must renew it")
 	gomega.Expect(got).To(gomega.HaveEach(int64(300)), "run_command that created the default sandbox renews it by 300 s")
-	lcExpectRenewedBy(tc, b, 300, "a second run_command on the implicitly created sandbox", func() { lcRun(ctx, tc, s2, "") })
+	tc.expectRenewedBy(b, 300, "a second run_command on the implicitly created sandbox", func() { s2.mustRun(ctx, "") })
 }
 
 func specInitialPolicyCreateTimeout(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, map[string]any{"timeout": 120})
-	lcExpectRenewedBy(tc, a, 120, "run_command on a sandbox created with timeout 120", func() { lcRun(ctx, tc, s, "") })
-	lcExpectRenewedBy(tc, a, 120, "run_command with the sandbox's ID", func() { lcRun(ctx, tc, s, a) })
+	a := s.mustCreate(ctx, map[string]any{"timeout": 120})
+	tc.expectRenewedBy(a, 120, "run_command on a sandbox created with timeout 120", func() { s.mustRun(ctx, "") })
+	tc.expectRenewedBy(a, 120, "run_command with the sandbox's ID", func() { s.mustRun(ctx, a) })
 }
 
 func specPolicyFollowsSetTimeout(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": a, "timeout": 900}))
-	lcExpectRenewedBy(tc, a, 900, "run_command after set_sandbox_timeout 900", func() { lcRun(ctx, tc, s, "") })
-	lcExpectRenewedBy(tc, a, 900, "a second run_command", func() { lcRun(ctx, tc, s, a) })
+	tc.expectRenewedBy(a, 900, "run_command after set_sandbox_timeout 900", func() { s.mustRun(ctx, "") })
+	tc.expectRenewedBy(a, 900, "a second run_command", func() { s.mustRun(ctx, a) })
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 45}))
-	lcExpectRenewedBy(tc, a, 45, "run_command after set_sandbox_timeout 45 on the default", func() { lcRun(ctx, tc, s, "") })
+	tc.expectRenewedBy(a, 45, "run_command after set_sandbox_timeout 45 on the default", func() { s.mustRun(ctx, "") })
 }
 
 func specFileAndCodeToolsRenew(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 700}))
 	const path = "/home/user/renewal.txt"
 	for _, c := range []struct {
@@ -179,17 +179,17 @@ func specFileAndCodeToolsRenew(ctx context.Context, tc *TestContext) {
 		{"list_files", map[string]any{"path": "/home/user"}},
 		{"read_file", map[string]any{"path": path, "sandbox_id": a}},
 	} {
-		lcExpectRenewedBy(tc, a, 700, c.tool, func() { tc.ExpectSuccess(s.Call(ctx, c.tool, c.args)) })
+		tc.expectRenewedBy(a, 700, c.tool, func() { tc.ExpectSuccess(s.Call(ctx, c.tool, c.args)) })
 	}
 }
 
 func specBackgroundAndBinaryToolsRenew(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"timeout": 650}))
 	const path = "/home/user/renewal.bin"
 	var cmdID string
-	lcExpectRenewedBy(tc, a, 650, "start_background_command", func() {
+	tc.expectRenewedBy(a, 650, "start_background_command", func() {
 		r := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "sleep 30"}))
 		cmdID = r.String("command_id")
 	})
@@ -203,61 +203,61 @@ func specBackgroundAndBinaryToolsRenew(ctx context.Context, tc *TestContext) {
 		{"upload_file", map[string]any{"path": path, "data_base64": "AAECAw=="}},
 		{"download_file", map[string]any{"path": path}},
 	} {
-		lcExpectRenewedBy(tc, a, 650, c.tool, func() { tc.ExpectSuccess(s.Call(ctx, c.tool, c.args)) })
+		tc.expectRenewedBy(a, 650, c.tool, func() { tc.ExpectSuccess(s.Call(ctx, c.tool, c.args)) })
 	}
 }
 
 func specFailedUpdateKeepsPolicy(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, map[string]any{"timeout": 200})
+	a := s.mustCreate(ctx, map[string]any{"timeout": 200})
 	fault := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpSetTimeout, SandboxID: a, Status: 500})
 	tc.ExpectToolError(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": a, "timeout": 900}), "")
 	gomega.Expect(fault.Hits()).To(gomega.BeNumerically(">=", 1), "set_sandbox_timeout never reached the platform")
 	fault.Clear()
-	lcExpectRenewedBy(tc, a, 200, "run_command after a failed set_sandbox_timeout 900", func() { lcRun(ctx, tc, s, "") })
+	tc.expectRenewedBy(a, 200, "run_command after a failed set_sandbox_timeout 900", func() { s.mustRun(ctx, "") })
 
 	// The policy still changes on the next successful update.
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": a, "timeout": 900}))
-	lcExpectRenewedBy(tc, a, 900, "run_command after a successful set_sandbox_timeout 900", func() { lcRun(ctx, tc, s, "") })
+	tc.expectRenewedBy(a, 900, "run_command after a successful set_sandbox_timeout 900", func() { s.mustRun(ctx, "") })
 }
 
 func specExternalTimeoutKeepsPolicy(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
-	a := lcCreate(ctx, tc, s, map[string]any{"timeout": 200})
+	a := s.mustCreate(ctx, map[string]any{"timeout": 200})
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": ext, "timeout": 900}))
-	lcExpectRenewedBy(tc, a, 200, "run_command on the owned default after set_sandbox_timeout on an external ID", func() { lcRun(ctx, tc, s, "") })
-	gomega.Expect(lcRenewals(tc.Fake.Journal().Entries(), ext)).To(gomega.BeEmpty(), "the external sandbox was renewed")
+	tc.expectRenewedBy(a, 200, "run_command on the owned default after set_sandbox_timeout on an external ID", func() { s.mustRun(ctx, "") })
+	gomega.Expect(tc.journal().Renewals(ext)).To(gomega.BeEmpty(), "the external sandbox was renewed")
 
 	tc.Fake.Journal().Reset()
-	lcRun(ctx, tc, s, ext)
-	gomega.Expect(lcRenewals(tc.Fake.Journal().Entries(), ext)).To(gomega.BeEmpty(), "run_command renewed an external sandbox after set_sandbox_timeout on it")
+	s.mustRun(ctx, ext)
+	gomega.Expect(tc.journal().Renewals(ext)).To(gomega.BeEmpty(), "run_command renewed an external sandbox after set_sandbox_timeout on it")
 }
 
 func specExternalNeverRenewed(ctx context.Context, tc *TestContext) {
-	ext := lcSeed(tc)
+	ext := tc.seedExternal()
 	s := tc.Connect(ctx)
 	tc.Fake.Journal().Reset()
-	lcRun(ctx, tc, s, ext)
-	lcRun(ctx, tc, s, ext)
+	s.mustRun(ctx, ext)
+	s.mustRun(ctx, ext)
 
-	ops := lcOps(lcControl(tc.Fake.Journal().ForSandbox(ext)))
+	ops := tc.journalFor(ext).Control().Ops()
 	gomega.Expect(ops).To(gomega.ContainElement(sandbox.OpConnectSandbox), "run_command reaches an external sandbox through the platform's connect call")
 	gomega.Expect(ops).NotTo(gomega.ContainElement(sandbox.OpSetTimeout), "run_command renewed an external sandbox")
 	gomega.Expect(ops).NotTo(gomega.ContainElement(sandbox.OpKillSandbox), "run_command killed an external sandbox")
 	gomega.Expect(tc.Fake.Journal().Count(sandbox.OpCreateSandbox)).To(gomega.BeZero(), "run_command with an external sandbox_id created a sandbox")
 
-	lcClose(ctx, tc, s)
-	lcExpectUntouched(tc, ext, "after the session closed")
-	gomega.Expect(lcRenewals(tc.Fake.Journal().ForSandbox(ext), ext)).To(gomega.BeEmpty(), "the external sandbox was renewed")
+	tc.closeSession(ctx, s)
+	tc.expectUntouched(ext, "after the session closed")
+	gomega.Expect(tc.journalFor(ext).Renewals(ext)).To(gomega.BeEmpty(), "the external sandbox was renewed")
 }
 
 func specCloseDuringUpdate(ctx context.Context, tc *TestContext) {
 	// The session's transport closes under the call, as when a client goes
 	// away mid-call: Session.Close would first wait for the call to finish.
-	s, abort, err := lcConnectAbortable(ctx, tc)
+	s, abort, err := tc.connectAbortable(ctx)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the server under test")
-	id := lcCreate(ctx, tc, s, nil)
+	id := s.mustCreate(ctx, nil)
 	hang := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpSetTimeout, SandboxID: id, Hang: true})
 	defer hang.Release()
 
@@ -269,7 +269,7 @@ func specCloseDuringUpdate(ctx context.Context, tc *TestContext) {
 	}()
 	held := tc.WaitFor(ctx, tc.Config.CallTimeout, func() bool { return hang.Hits() >= 1 })
 	gomega.Expect(held).To(gomega.BeTrue(), "set_sandbox_timeout never reached the platform")
-	mark := len(tc.Fake.Journal().ForSandbox(id))
+	mark := len(tc.journalFor(id))
 
 	aborted := make(chan struct{})
 	go func() {
@@ -278,7 +278,7 @@ func specCloseDuringUpdate(ctx context.Context, tc *TestContext) {
 	}()
 	// Let the close-time destroy run while the update is still held (a
 	// server may also wait for the call), then let the update complete.
-	tc.WaitFor(ctx, time.Second, func() bool { return !lcLive(tc, id) })
+	tc.WaitFor(ctx, time.Second, func() bool { return !tc.live(id) })
 	hang.Release()
 	for what, ch := range map[string]chan struct{}{"closing the session's transport": aborted, "the set_sandbox_timeout call": called} {
 		select {
@@ -288,9 +288,9 @@ func specCloseDuringUpdate(ctx context.Context, tc *TestContext) {
 		}
 	}
 	_ = s.Close(ctx) // waits for the server to finish the session where the transport shows it
-	lcWaitGone(ctx, tc, "the close-time destroy", id)
-	lcSettle(ctx, tc)
+	tc.waitGone(ctx, "the close-time destroy", id)
+	tc.settle(ctx)
 
-	after := tc.Fake.Journal().ForSandbox(id)[mark:]
-	lcExpectOps(fmt.Sprintf("requests for sandbox %s after the session closed", id), after, sandbox.OpKillSandbox)
+	after := tc.journalFor(id)[mark:]
+	after.ExpectOps(fmt.Sprintf("requests for sandbox %s after the session closed", id), sandbox.OpKillSandbox)
 }

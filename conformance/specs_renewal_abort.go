@@ -50,9 +50,9 @@ func (t *lcCaptureTransport) abort() error {
 	return c.Close()
 }
 
-// lcConnectAbortable opens a session like tc.Connect and returns it with a
+// connectAbortable opens a session like tc.Connect and returns it with a
 // function that closes its transport immediately.
-func lcConnectAbortable(ctx context.Context, tc *TestContext) (*Session, func() error, error) {
+func (tc *TestContext) connectAbortable(ctx context.Context) (*Session, func() error, error) {
 	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
 	defer cancel()
 	var (

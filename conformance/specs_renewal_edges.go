@@ -108,7 +108,7 @@ func externalCall(ctx context.Context, tc *TestContext, s *Session, ext string, 
 	gomega.Expect(rec.EndAt).To(gomega.BeTemporally("==", end),
 		"%s on an external sandbox moved its end time from %s to %s: reaching a sandbox the session does not own renewed it (RENEW-2)",
 		tool, end.Format(time.RFC3339), rec.EndAt.Format(time.RFC3339))
-	for _, e := range tc.Fake.Journal().Entries()[mark:] {
+	for _, e := range tc.journal()[mark:] {
 		if e.SandboxID == ext && isConnectOp(e.Op) {
 			asked, how := connectLifetime(e)
 			gomega.Expect(asked).To(gomega.BeZero(),
@@ -145,7 +145,7 @@ func connectLifetime(e fakeprovider.Entry) (int64, string) {
 
 func specFailedCallsRenew(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := createSandbox(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	const policy = 640
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": a, "timeout": policy}))
 	const missing = "/home/user/no-such-dir-renew/f.txt"
@@ -163,13 +163,13 @@ func specFailedCallsRenew(ctx context.Context, tc *TestContext) {
 		}
 		args, _ := json.Marshal(c.args)
 		what := fmt.Sprintf("%s %s, which fails,", c.tool, args)
-		lcExpectRenewedBy(tc, a, policy, what, func() { tc.ExpectToolError(s.Call(ctx, c.tool, c.args), "") })
+		tc.expectRenewedBy(a, policy, what, func() { tc.ExpectToolError(s.Call(ctx, c.tool, c.args), "") })
 	}
 }
 
 func specUnansweredCall(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
-	a := createSandbox(ctx, tc, s, nil)
+	a := s.mustCreate(ctx, nil)
 	const policy = 610
 	tc.ExpectSuccess(s.Call(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": a, "timeout": policy}))
 	reset := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpFilesDownload, SandboxID: a, Reset: true})
@@ -178,7 +178,7 @@ func specUnansweredCall(ctx context.Context, tc *TestContext) {
 	r := s.Call(ctx, "read_file", map[string]any{"path": "/home/user/unanswered.txt"})
 	tc.ExpectToolError(r, "")
 	gomega.Expect(reset.Hits()).To(gomega.BeNumerically(">", 0), "read_file never reached the daemon, so the fault was not exercised")
-	for _, n := range lcRenewals(tc.Fake.Journal().Entries(), a) {
+	for _, n := range tc.journal().Renewals(a) {
 		gomega.Expect(n).To(gomega.Equal(int64(policy)), "read_file that got no answer renewed the sandbox by %d s, not by the policy (%d s)", n, policy)
 	}
 }
