@@ -13,10 +13,10 @@ func TestBoundsApplicable(t *testing.T) {
 		"type": "object", "properties": map[string]any{"command": map[string]any{"type": "string"}},
 	}}
 	tc := &TestContext{run: &runState{tools: map[string]*mcp.Tool{"run_command": tool}}}
-	base := map[string]any{"command": "true"}
-	cases := append(boundsString(base, "cwd"), boundsString(base, "command")...)
-	cases = append(cases, boundsUnknown(base, "cwd")...)
-	got := boundsApplicable(tc, "run_command", cases)
+	base := validArgs{"command": "true"}
+	cases := append(base.stringCases("cwd"), base.stringCases("command")...)
+	cases = append(cases, base.unknownCases("cwd")...)
+	got := tc.applicableCases("run_command", cases)
 	var fields []string
 	for _, c := range got {
 		fields = append(fields, c.name)

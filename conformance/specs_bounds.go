@@ -42,8 +42,12 @@ type boundsCase struct {
 	bait []string
 }
 
-// boundsSet returns base with key set to v.
-func boundsSet(base map[string]any, key string, v any) map[string]any {
+// validArgs are the arguments of a valid call: each case builder below
+// breaks them in one place (one value wrong, one left out, one added).
+type validArgs map[string]any
+
+// with returns base with key set to v.
+func (base validArgs) with(key string, v any) map[string]any {
 	out := make(map[string]any, len(base)+1)
 	for k, x := range base {
 		out[k] = x
@@ -52,8 +56,8 @@ func boundsSet(base map[string]any, key string, v any) map[string]any {
 	return out
 }
 
-// boundsDel returns base without key.
-func boundsDel(base map[string]any, key string) map[string]any {
+// without returns base without key.
+func (base validArgs) without(key string) map[string]any {
 	out := make(map[string]any, len(base))
 	for k, x := range base {
 		if k != key {
@@ -63,9 +67,9 @@ func boundsDel(base map[string]any, key string) map[string]any {
 	return out
 }
 
-// boundsBaitOf returns the text of a submitted value when it is distinctive
+// baitOf returns the text of a submitted value when it is distinctive
 // enough that its presence in a result can only be an echo.
-func boundsBaitOf(v any) []string {
+func baitOf(v any) []string {
 	var s string
 	switch x := v.(type) {
 	case string:
@@ -83,101 +87,101 @@ func boundsBaitOf(v any) []string {
 	return []string{s}
 }
 
-// boundsValue is one rejected value of a field.
-func boundsValue(base map[string]any, field, name string, v any) boundsCase {
-	return boundsCase{name: field + "=" + name, args: boundsSet(base, field, v), field: field, bait: boundsBaitOf(v)}
+// valueCase is one rejected value of a field.
+func (base validArgs) valueCase(field, name string, v any) boundsCase {
+	return boundsCase{name: field + "=" + name, args: base.with(field, v), field: field, bait: baitOf(v)}
 }
 
-// boundsInteger returns the cases of an integer argument bounded by
+// integerCases returns the cases of an integer argument bounded by
 // [min, max]; max < 0 means the contract and the schema give no maximum.
-func boundsInteger(base map[string]any, field string, min, max int) []boundsCase {
+func (base validArgs) integerCases(field string, min, max int) []boundsCase {
 	cs := []boundsCase{
-		boundsValue(base, field, "min-1", min-1),
-		boundsValue(base, field, "boolean", true),
-		boundsValue(base, field, "string", boundsBait),
-		boundsValue(base, field, "numeric-string", "7731"),
-		boundsValue(base, field, "fraction", boundsBaitFloat),
-		boundsValue(base, field, "fraction-in-range", float64(min)+0.5),
-		boundsValue(base, field, "null", nil),
-		boundsValue(base, field, "object", map[string]any{"n": boundsBait}),
+		base.valueCase(field, "min-1", min-1),
+		base.valueCase(field, "boolean", true),
+		base.valueCase(field, "string", boundsBait),
+		base.valueCase(field, "numeric-string", "7731"),
+		base.valueCase(field, "fraction", boundsBaitFloat),
+		base.valueCase(field, "fraction-in-range", float64(min)+0.5),
+		base.valueCase(field, "null", nil),
+		base.valueCase(field, "object", map[string]any{"n": boundsBait}),
 	}
 	if min > boundsBaitNeg {
-		cs = append(cs, boundsValue(base, field, "negative", boundsBaitNeg))
+		cs = append(cs, base.valueCase(field, "negative", boundsBaitNeg))
 	}
 	if max >= 0 {
-		cs = append(cs, boundsValue(base, field, "max+1", max+1))
+		cs = append(cs, base.valueCase(field, "max+1", max+1))
 		if max < boundsBaitHuge {
-			cs = append(cs, boundsValue(base, field, "far-above", boundsBaitHuge))
+			cs = append(cs, base.valueCase(field, "far-above", boundsBaitHuge))
 		}
 	}
 	return cs
 }
 
-// boundsString returns the wrong-type cases of a string argument.
-func boundsString(base map[string]any, field string) []boundsCase {
+// stringCases returns the wrong-type cases of a string argument.
+func (base validArgs) stringCases(field string) []boundsCase {
 	return []boundsCase{
-		boundsValue(base, field, "number", boundsBaitInt),
-		boundsValue(base, field, "boolean", true),
-		boundsValue(base, field, "null", nil),
-		boundsValue(base, field, "array", []any{boundsBait}),
+		base.valueCase(field, "number", boundsBaitInt),
+		base.valueCase(field, "boolean", true),
+		base.valueCase(field, "null", nil),
+		base.valueCase(field, "array", []any{boundsBait}),
 	}
 }
 
-// boundsSandboxID returns the cases of sandbox_id: explicitly empty (VAL-3)
+// sandboxIDCases returns the cases of sandbox_id: explicitly empty (VAL-3)
 // and wrong types.
-func boundsSandboxID(base map[string]any) []boundsCase {
+func (base validArgs) sandboxIDCases() []boundsCase {
 	return append([]boundsCase{
-		boundsValue(base, "sandbox_id", "empty", ""),
-		boundsValue(base, "sandbox_id", "unconfigured-provider", boundsUnconfiguredProvider+":zqsandbox9913"),
-	}, boundsString(base, "sandbox_id")...)
+		base.valueCase("sandbox_id", "empty", ""),
+		base.valueCase("sandbox_id", "unconfigured-provider", boundsUnconfiguredProvider+":zqsandbox9913"),
+	}, base.stringCases("sandbox_id")...)
 }
 
 // boundsUnconfiguredProvider is a provider ID no server configures.
 const boundsUnconfiguredProvider = "zqnoprovider9913"
 
-// boundsEnvs returns the cases of an envs argument (VAL-5): not an object,
+// envsCases returns the cases of an envs argument (VAL-5): not an object,
 // and values that are not strings.
-func boundsEnvs(base map[string]any) []boundsCase {
+func (base validArgs) envsCases() []boundsCase {
 	return []boundsCase{
-		boundsValue(base, "envs", "array", []any{"ZQ_A=" + boundsBait}),
-		boundsValue(base, "envs", "string", "ZQ_A="+boundsBait),
-		boundsValue(base, "envs", "number", boundsBaitInt),
-		boundsValue(base, "envs", "boolean", true),
-		boundsValue(base, "envs", "null", nil),
-		{name: "envs.value=number", args: boundsSet(base, "envs", map[string]any{"ZQ_A": boundsBaitInt}), field: "envs", bait: []string{"987654"}},
-		{name: "envs.value=boolean", args: boundsSet(base, "envs", map[string]any{"ZQ_A": true}), field: "envs"},
-		{name: "envs.value=null", args: boundsSet(base, "envs", map[string]any{"ZQ_A": nil}), field: "envs"},
-		{name: "envs.value=object", args: boundsSet(base, "envs", map[string]any{"ZQ_A": map[string]any{"v": boundsBait}}), field: "envs", bait: []string{boundsBait}},
-		{name: "envs.value=array", args: boundsSet(base, "envs", map[string]any{"ZQ_A": []any{boundsBait}}), field: "envs", bait: []string{boundsBait}},
+		base.valueCase("envs", "array", []any{"ZQ_A=" + boundsBait}),
+		base.valueCase("envs", "string", "ZQ_A="+boundsBait),
+		base.valueCase("envs", "number", boundsBaitInt),
+		base.valueCase("envs", "boolean", true),
+		base.valueCase("envs", "null", nil),
+		{name: "envs.value=number", args: base.with("envs", map[string]any{"ZQ_A": boundsBaitInt}), field: "envs", bait: []string{"987654"}},
+		{name: "envs.value=boolean", args: base.with("envs", map[string]any{"ZQ_A": true}), field: "envs"},
+		{name: "envs.value=null", args: base.with("envs", map[string]any{"ZQ_A": nil}), field: "envs"},
+		{name: "envs.value=object", args: base.with("envs", map[string]any{"ZQ_A": map[string]any{"v": boundsBait}}), field: "envs", bait: []string{boundsBait}},
+		{name: "envs.value=array", args: base.with("envs", map[string]any{"ZQ_A": []any{boundsBait}}), field: "envs", bait: []string{boundsBait}},
 	}
 }
 
-// boundsMissing returns one case per required argument left out.
-func boundsMissing(base map[string]any, required ...string) []boundsCase {
+// missingCases returns one case per required argument left out.
+func (base validArgs) missingCases(required ...string) []boundsCase {
 	var cs []boundsCase
 	for _, f := range required {
-		cs = append(cs, boundsCase{name: "missing " + f, args: boundsDel(base, f), field: f})
+		cs = append(cs, boundsCase{name: "missing " + f, args: base.without(f), field: f})
 	}
 	return cs
 }
 
-// boundsUnknown returns one case per argument the tool does not define
+// unknownCases returns one case per argument the tool does not define
 // (VAL-4), each with a distinctive value.
-func boundsUnknown(base map[string]any, names ...string) []boundsCase {
+func (base validArgs) unknownCases(names ...string) []boundsCase {
 	var cs []boundsCase
 	for _, n := range names {
-		cs = append(cs, boundsCase{name: "unknown " + n, args: boundsSet(base, n, boundsBait), field: n, bait: []string{boundsBait}})
+		cs = append(cs, boundsCase{name: "unknown " + n, args: base.with(n, boundsBait), field: n, bait: []string{boundsBait}})
 	}
 	return cs
 }
 
-// boundsEnum returns values outside an enum.
-func boundsEnum(base map[string]any, field string, bad ...string) []boundsCase {
-	cs := []boundsCase{boundsValue(base, field, "not-in-enum", boundsBait)}
+// enumCases returns values outside an enum.
+func (base validArgs) enumCases(field string, bad ...string) []boundsCase {
+	cs := []boundsCase{base.valueCase(field, "not-in-enum", boundsBait)}
 	for _, b := range bad {
-		cs = append(cs, boundsValue(base, field, strconv.Quote(b), b))
+		cs = append(cs, base.valueCase(field, strconv.Quote(b), b))
 	}
-	return append(cs, boundsValue(base, field, "number", boundsBaitInt), boundsValue(base, field, "null", nil))
+	return append(cs, base.valueCase(field, "number", boundsBaitInt), base.valueCase(field, "null", nil))
 }
 
 // advertisedProps returns the properties of the input schema the server
@@ -192,10 +196,10 @@ func advertisedProps(tc *TestContext, tool string) (map[string]any, bool) {
 	return props, ok
 }
 
-// boundsAdvertisedMax returns the maximum the server advertises for a
+// advertisedMax returns the maximum the server advertises for a
 // tool's integer argument, or -1. The kit tests max+1 against it for the
 // bounds the contract leaves to the server ("capped").
-func boundsAdvertisedMax(tc *TestContext, tool, field string) int {
+func (tc *TestContext) advertisedMax(tool, field string) int {
 	props, _ := advertisedProps(tc, tool)
 	p, _ := props[field].(map[string]any)
 	if m, ok := p["maximum"].(float64); ok && m == math.Trunc(m) && m < 1<<52 {
@@ -204,11 +208,11 @@ func boundsAdvertisedMax(tc *TestContext, tool, field string) int {
 	return -1
 }
 
-// boundsApplicable drops the cases that give a wrong value to an argument
+// applicableCases drops the cases that give a wrong value to an argument
 // the tool does not advertise: rejecting it is VAL-4's business, checked by
 // the "unknown" cases, not a bound the tool has. A tool without an
 // advertised schema keeps every case.
-func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []boundsCase {
+func (tc *TestContext) applicableCases(tool string, cases []boundsCase) []boundsCase {
 	props, ok := advertisedProps(tc, tool)
 	if !ok {
 		return cases
@@ -222,13 +226,14 @@ func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []bounds
 	return out
 }
 
-// boundsReject makes every call of cases and checks each rejection: a tool
+// expectRejected makes every call of cases and checks each rejection: a tool
 // error of category invalid_argument naming the field, holding no bait,
 // and no request to the fake at all (VAL-6, VAL-7). It reports every
 // failing case at once.
-func boundsReject(ctx context.Context, tc *TestContext, s *Session, tool string, cases []boundsCase) {
+func (s *Session) expectRejected(ctx context.Context, tool string, cases []boundsCase) {
 	ginkgo.GinkgoHelper()
-	cases = boundsApplicable(tc, tool, cases)
+	tc := s.tc
+	cases = tc.applicableCases(tool, cases)
 	var problems []string
 	failed := 0
 	for _, c := range cases {
@@ -253,9 +258,10 @@ func boundsReject(ctx context.Context, tc *TestContext, s *Session, tool string,
 	}
 }
 
-// boundsAccept checks that each argument set is accepted.
-func boundsAccept(ctx context.Context, tc *TestContext, s *Session, tool string, argSets ...map[string]any) {
+// expectAccepted checks that each argument set is accepted.
+func (s *Session) expectAccepted(ctx context.Context, tool string, argSets ...map[string]any) {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	for _, a := range argSets {
 		r := s.Call(ctx, tool, a)
 		gomega.Expect(r.IsError).To(gomega.BeFalse(), "%s %s: a valid edge was rejected: %s", tool, argsText(a), truncate(r.JSON, 300))
@@ -263,12 +269,13 @@ func boundsAccept(ctx context.Context, tc *TestContext, s *Session, tool string,
 	}
 }
 
-// boundsExpectUnchanged checks that rejected calls left the session and the
+// expectUnchanged checks that rejected calls left the session and the
 // platform as they were (VAL-7): no sandbox beyond want live, and
 // get_sandbox without sandbox_id still answers as before: a tool error
 // with no platform call when there was no default, else the default's ID.
-func boundsExpectUnchanged(ctx context.Context, tc *TestContext, s *Session, live int, defaultID string) {
+func (s *Session) expectUnchanged(ctx context.Context, live int, defaultID string) {
 	ginkgo.GinkgoHelper()
+	tc := s.tc
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(live), "rejected calls created a sandbox")
 	if tc.Advertised("get_sandbox") == nil {
 		return
@@ -294,10 +301,10 @@ var boundsLifecycleUnknown = []string{"team", "sandbox_domain", "api_key"}
 func boundsDataPlane(tool string, cases func(tc *TestContext) []boundsCase, accept func(tc *TestContext) []map[string]any) func(ctx context.Context, tc *TestContext) {
 	return func(ctx context.Context, tc *TestContext) {
 		s := tc.Connect(ctx)
-		boundsReject(ctx, tc, s, tool, cases(tc))
-		boundsExpectUnchanged(ctx, tc, s, 0, "")
+		s.expectRejected(ctx, tool, cases(tc))
+		s.expectUnchanged(ctx, 0, "")
 		if accept != nil {
-			boundsAccept(ctx, tc, s, tool, accept(tc)...)
+			s.expectAccepted(ctx, tool, accept(tc)...)
 		}
 	}
 }
@@ -311,23 +318,23 @@ func boundsSpecs() []Spec {
 			Tools: []string{"list_sandboxes"},
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				base := map[string]any{}
-				offMax := boundsAdvertisedMax(tc, "list_sandboxes", "offset")
+				base := validArgs{}
+				offMax := tc.advertisedMax("list_sandboxes", "offset")
 				var cs []boundsCase
-				cs = append(cs, boundsInteger(base, "limit", 1, 100)...)
-				cs = append(cs, boundsInteger(base, "offset", 0, offMax)...)
-				cs = append(cs, boundsEnum(base, "status", "killed", "pausing")...)
-				cs = append(cs, boundsString(base, "provider")...)
-				cs = append(cs, boundsValue(base, "provider", "unconfigured", boundsUnconfiguredProvider))
-				cs = append(cs, boundsString(base, "region")...)
-				cs = append(cs, boundsUnknown(base, append(boundsLifecycleUnknown, "cursor", "next_token")...)...)
-				boundsReject(ctx, tc, s, "list_sandboxes", cs)
-				boundsExpectUnchanged(ctx, tc, s, 0, "")
+				cs = append(cs, base.integerCases("limit", 1, 100)...)
+				cs = append(cs, base.integerCases("offset", 0, offMax)...)
+				cs = append(cs, base.enumCases("status", "killed", "pausing")...)
+				cs = append(cs, base.stringCases("provider")...)
+				cs = append(cs, base.valueCase("provider", "unconfigured", boundsUnconfiguredProvider))
+				cs = append(cs, base.stringCases("region")...)
+				cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "cursor", "next_token")...)...)
+				s.expectRejected(ctx, "list_sandboxes", cs)
+				s.expectUnchanged(ctx, 0, "")
 				accept := []map[string]any{{"limit": 1}, {"limit": 100}, {"offset": 0}, {"status": "running"}, {"status": "paused"}}
 				if offMax >= 0 {
 					accept = append(accept, map[string]any{"offset": offMax})
 				}
-				boundsAccept(ctx, tc, s, "list_sandboxes", accept...)
+				s.expectAccepted(ctx, "list_sandboxes", accept...)
 			},
 		},
 		{
@@ -337,11 +344,11 @@ func boundsSpecs() []Spec {
 			Tools: []string{"get_sandbox"},
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				base := map[string]any{}
-				cs := boundsSandboxID(base)
-				cs = append(cs, boundsUnknown(base, append(boundsLifecycleUnknown, "region", "provider")...)...)
-				boundsReject(ctx, tc, s, "get_sandbox", cs)
-				boundsExpectUnchanged(ctx, tc, s, 0, "")
+				base := validArgs{}
+				cs := base.sandboxIDCases()
+				cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "region", "provider")...)...)
+				s.expectRejected(ctx, "get_sandbox", cs)
+				s.expectUnchanged(ctx, 0, "")
 			},
 		},
 		{
@@ -352,14 +359,14 @@ func boundsSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				victim := tc.Seed(fakeprovider.SandboxSeed{})
-				base := map[string]any{}
-				cs := boundsSandboxID(base)
+				base := validArgs{}
+				cs := base.sandboxIDCases()
 				// An undefined argument next to a real sandbox_id must not kill it.
-				cs = append(cs, boundsUnknown(map[string]any{"sandbox_id": victim}, append(boundsLifecycleUnknown, "region", "provider")...)...)
-				boundsReject(ctx, tc, s, "kill_sandbox", cs)
+				cs = append(cs, validArgs{"sandbox_id": victim}.unknownCases(append(boundsLifecycleUnknown, "region", "provider")...)...)
+				s.expectRejected(ctx, "kill_sandbox", cs)
 				_, alive := tc.Fake.Sandbox(victim)
 				gomega.Expect(alive).To(gomega.BeTrue(), "a rejected kill_sandbox killed the sandbox")
-				boundsExpectUnchanged(ctx, tc, s, 1, "")
+				s.expectUnchanged(ctx, 1, "")
 			},
 		},
 		{
@@ -370,26 +377,25 @@ func boundsSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				ext := tc.Seed(fakeprovider.SandboxSeed{})
-				base := map[string]any{"sandbox_id": ext, "timeout": 600}
+				base := validArgs{"sandbox_id": ext, "timeout": 600}
 				var cs []boundsCase
-				cs = append(cs, boundsMissing(base, "timeout")...)
-				cs = append(cs, boundsMissing(map[string]any{}, "timeout")...)
-				cs = append(cs, boundsInteger(base, "timeout", 1, 86400)...)
-				cs = append(cs, boundsSandboxID(base)...)
-				cs = append(cs, boundsUnknown(base, boundsLifecycleUnknown...)...)
-				boundsReject(ctx, tc, s, "set_sandbox_timeout", cs)
-				boundsExpectUnchanged(ctx, tc, s, 1, "")
-				boundsAccept(ctx, tc, s, "set_sandbox_timeout",
-					map[string]any{"sandbox_id": ext, "timeout": 1}, map[string]any{"sandbox_id": ext, "timeout": 86400})
+				cs = append(cs, base.missingCases("timeout")...)
+				cs = append(cs, validArgs{}.missingCases("timeout")...)
+				cs = append(cs, base.integerCases("timeout", 1, 86400)...)
+				cs = append(cs, base.sandboxIDCases()...)
+				cs = append(cs, base.unknownCases(boundsLifecycleUnknown...)...)
+				s.expectRejected(ctx, "set_sandbox_timeout", cs)
+				s.expectUnchanged(ctx, 1, "")
+				s.expectAccepted(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": ext, "timeout": 1}, map[string]any{"sandbox_id": ext, "timeout": 86400})
 				if tc.Advertised("create_sandbox") == nil || tc.Advertised("run_command") == nil {
 					return
 				}
 				// A rejected call on the owned default keeps its renewal
 				// policy: the next execution still renews to 300 s (VAL-7).
 				owned := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 300})).String("sandbox_id")
-				boundsReject(ctx, tc, s, "set_sandbox_timeout", []boundsCase{
-					boundsValue(map[string]any{}, "timeout", "max+1", 86401),
-					boundsValue(map[string]any{"sandbox_id": owned}, "timeout", "min-1", 0),
+				s.expectRejected(ctx, "set_sandbox_timeout", []boundsCase{
+					validArgs{}.valueCase("timeout", "max+1", 86401),
+					validArgs{"sandbox_id": owned}.valueCase("timeout", "min-1", 0),
 				})
 				tc.Fake.Journal().Reset()
 				tc.ExpectSuccess(s.Call(ctx, "run_command", map[string]any{"command": "echo zq-bounds"}))
@@ -408,28 +414,28 @@ func boundsSpecs() []Spec {
 			Tools: []string{"create_sandbox"},
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				base := map[string]any{}
+				base := validArgs{}
 				var cs []boundsCase
-				cs = append(cs, boundsInteger(base, "timeout", 1, 86400)...)
-				cs = append(cs, boundsInteger(base, "cpu", 1, boundsAdvertisedMax(tc, "create_sandbox", "cpu"))...)
-				cs = append(cs, boundsInteger(base, "memory", 1, boundsAdvertisedMax(tc, "create_sandbox", "memory"))...)
-				cs = append(cs, boundsEnvs(base)...)
-				cs = append(cs, boundsString(base, "template")...)
-				cs = append(cs, boundsString(base, "region")...)
-				cs = append(cs, boundsString(base, "provider")...)
-				cs = append(cs, boundsValue(base, "provider", "unconfigured", boundsUnconfiguredProvider))
-				cs = append(cs, boundsUnknown(base, append(boundsLifecycleUnknown, "metadata", "secure")...)...)
-				boundsReject(ctx, tc, s, "create_sandbox", cs)
-				boundsExpectUnchanged(ctx, tc, s, 0, "")
+				cs = append(cs, base.integerCases("timeout", 1, 86400)...)
+				cs = append(cs, base.integerCases("cpu", 1, tc.advertisedMax("create_sandbox", "cpu"))...)
+				cs = append(cs, base.integerCases("memory", 1, tc.advertisedMax("create_sandbox", "memory"))...)
+				cs = append(cs, base.envsCases()...)
+				cs = append(cs, base.stringCases("template")...)
+				cs = append(cs, base.stringCases("region")...)
+				cs = append(cs, base.stringCases("provider")...)
+				cs = append(cs, base.valueCase("provider", "unconfigured", boundsUnconfiguredProvider))
+				cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "metadata", "secure")...)...)
+				s.expectRejected(ctx, "create_sandbox", cs)
+				s.expectUnchanged(ctx, 0, "")
 				// With a default: a rejected create keeps it.
 				first := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 1})).String("sandbox_id")
-				boundsReject(ctx, tc, s, "create_sandbox", []boundsCase{
-					boundsValue(base, "timeout", "max+1", 86401),
-					boundsValue(base, "cpu", "zero", 0),
-					boundsUnknown(base, "team")[0],
+				s.expectRejected(ctx, "create_sandbox", []boundsCase{
+					base.valueCase("timeout", "max+1", 86401),
+					base.valueCase("cpu", "zero", 0),
+					base.unknownCases("team")[0],
 				})
-				boundsExpectUnchanged(ctx, tc, s, 1, first)
-				boundsAccept(ctx, tc, s, "create_sandbox", map[string]any{"timeout": 86400})
+				s.expectUnchanged(ctx, 1, first)
+				s.expectAccepted(ctx, "create_sandbox", map[string]any{"timeout": 86400})
 			},
 		},
 		{
@@ -439,14 +445,14 @@ func boundsSpecs() []Spec {
 			Tools: []string{"run_command"},
 			Body: boundsDataPlane("run_command",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"command": "echo zq-bounds"}
-					cs := boundsMissing(base, "command")
-					cs = append(cs, boundsString(base, "command")...)
-					cs = append(cs, boundsInteger(base, "timeout", 1, 3600)...)
-					cs = append(cs, boundsString(base, "cwd")...)
-					cs = append(cs, boundsEnvs(base)...)
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "shell", "team")...)
+					base := validArgs{"command": "echo zq-bounds"}
+					cs := base.missingCases("command")
+					cs = append(cs, base.stringCases("command")...)
+					cs = append(cs, base.integerCases("timeout", 1, 3600)...)
+					cs = append(cs, base.stringCases("cwd")...)
+					cs = append(cs, base.envsCases()...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("shell", "team")...)
 				},
 				func(*TestContext) []map[string]any {
 					return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
@@ -459,13 +465,13 @@ func boundsSpecs() []Spec {
 			Tools: []string{"run_code"},
 			Body: boundsDataPlane("run_code",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"code": "echo zq-bounds", "language": "bash"}
-					cs := boundsMissing(base, "code")
-					cs = append(cs, boundsString(base, "code")...)
-					cs = append(cs, boundsEnum(base, "language", "ruby", "python3")...)
-					cs = append(cs, boundsInteger(base, "timeout", 1, 3600)...)
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "interpreter", "team")...)
+					base := validArgs{"code": "echo zq-bounds", "language": "bash"}
+					cs := base.missingCases("code")
+					cs = append(cs, base.stringCases("code")...)
+					cs = append(cs, base.enumCases("language", "ruby", "python3")...)
+					cs = append(cs, base.integerCases("timeout", 1, 3600)...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("interpreter", "team")...)
 				},
 				func(*TestContext) []map[string]any {
 					return []map[string]any{
@@ -481,11 +487,11 @@ func boundsSpecs() []Spec {
 			Tools: []string{"read_file"},
 			Body: boundsDataPlane("read_file",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"path": "/tmp/zq-bounds.txt"}
-					cs := boundsMissing(base, "path")
-					cs = append(cs, boundsString(base, "path")...)
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "encoding", "team")...)
+					base := validArgs{"path": "/tmp/zq-bounds.txt"}
+					cs := base.missingCases("path")
+					cs = append(cs, base.stringCases("path")...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("encoding", "team")...)
 				},
 				nil),
 		},
@@ -496,12 +502,12 @@ func boundsSpecs() []Spec {
 			Tools: []string{"write_file"},
 			Body: boundsDataPlane("write_file",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
-					cs := boundsMissing(base, "path", "content")
-					cs = append(cs, boundsString(base, "path")...)
-					cs = append(cs, boundsString(base, "content")...)
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "mode", "team")...)
+					base := validArgs{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
+					cs := base.missingCases("path", "content")
+					cs = append(cs, base.stringCases("path")...)
+					cs = append(cs, base.stringCases("content")...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("mode", "team")...)
 				},
 				nil),
 		},
@@ -512,12 +518,12 @@ func boundsSpecs() []Spec {
 			Tools: []string{"list_files"},
 			Body: boundsDataPlane("list_files",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"path": "/tmp"}
-					cs := boundsMissing(base, "path")
-					cs = append(cs, boundsString(base, "path")...)
-					cs = append(cs, boundsInteger(base, "depth", 1, 10)...)
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "recursive", "team")...)
+					base := validArgs{"path": "/tmp"}
+					cs := base.missingCases("path")
+					cs = append(cs, base.stringCases("path")...)
+					cs = append(cs, base.integerCases("depth", 1, 10)...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("recursive", "team")...)
 				},
 				func(*TestContext) []map[string]any {
 					return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
@@ -530,13 +536,13 @@ func boundsSpecs() []Spec {
 			Tools: []string{"start_background_command"},
 			Body: boundsDataPlane("start_background_command",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"command": "echo zq-bounds"}
-					cs := boundsMissing(base, "command")
-					cs = append(cs, boundsString(base, "command")...)
-					cs = append(cs, boundsString(base, "cwd")...)
-					cs = append(cs, boundsEnvs(base)...)
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "timeout", "team")...)
+					base := validArgs{"command": "echo zq-bounds"}
+					cs := base.missingCases("command")
+					cs = append(cs, base.stringCases("command")...)
+					cs = append(cs, base.stringCases("cwd")...)
+					cs = append(cs, base.envsCases()...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("timeout", "team")...)
 				},
 				nil),
 		},
@@ -548,19 +554,19 @@ func boundsSpecs() []Spec {
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
 				id := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "echo zq-bounds"})).String("command_id")
-				base := map[string]any{"command_id": id}
-				capBytes := boundsAdvertisedMax(tc, "get_background_command", "max_bytes")
-				cs := boundsMissing(base, "command_id")
-				cs = append(cs, boundsString(base, "command_id")...)
-				cs = append(cs, boundsInteger(base, "max_bytes", 1, capBytes)...)
-				cs = append(cs, boundsValue(base, "cursor", "number", boundsBaitInt), boundsValue(base, "cursor", "boolean", true))
-				cs = append(cs, boundsUnknown(base, "sandbox_id", "team")...)
-				boundsReject(ctx, tc, s, "get_background_command", cs)
-				accept := []map[string]any{boundsSet(base, "max_bytes", 1)}
+				base := validArgs{"command_id": id}
+				capBytes := tc.advertisedMax("get_background_command", "max_bytes")
+				cs := base.missingCases("command_id")
+				cs = append(cs, base.stringCases("command_id")...)
+				cs = append(cs, base.integerCases("max_bytes", 1, capBytes)...)
+				cs = append(cs, base.valueCase("cursor", "number", boundsBaitInt), base.valueCase("cursor", "boolean", true))
+				cs = append(cs, base.unknownCases("sandbox_id", "team")...)
+				s.expectRejected(ctx, "get_background_command", cs)
+				accept := []map[string]any{base.with("max_bytes", 1)}
 				if capBytes > 0 {
-					accept = append(accept, boundsSet(base, "max_bytes", capBytes))
+					accept = append(accept, base.with("max_bytes", capBytes))
 				}
-				boundsAccept(ctx, tc, s, "get_background_command", accept...)
+				s.expectAccepted(ctx, "get_background_command", accept...)
 			},
 		},
 		{
@@ -575,14 +581,13 @@ func boundsSpecs() []Spec {
 					r := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "sleep 60"}))
 					ids = append(ids, r.String("command_id"))
 				}
-				base := map[string]any{"command_id": ids[0]}
-				cs := boundsMissing(base, "command_id")
-				cs = append(cs, boundsString(base, "command_id")...)
-				cs = append(cs, boundsEnum(base, "signal", "SIGHUP", "SIGINT", "9")...)
-				cs = append(cs, boundsUnknown(base, "sandbox_id", "team")...)
-				boundsReject(ctx, tc, s, "kill_background_command", cs)
-				boundsAccept(ctx, tc, s, "kill_background_command",
-					map[string]any{"command_id": ids[0], "signal": "SIGTERM"}, map[string]any{"command_id": ids[1], "signal": "SIGKILL"})
+				base := validArgs{"command_id": ids[0]}
+				cs := base.missingCases("command_id")
+				cs = append(cs, base.stringCases("command_id")...)
+				cs = append(cs, base.enumCases("signal", "SIGHUP", "SIGINT", "9")...)
+				cs = append(cs, base.unknownCases("sandbox_id", "team")...)
+				s.expectRejected(ctx, "kill_background_command", cs)
+				s.expectAccepted(ctx, "kill_background_command", map[string]any{"command_id": ids[0], "signal": "SIGTERM"}, map[string]any{"command_id": ids[1], "signal": "SIGKILL"})
 			},
 		},
 		{
@@ -592,10 +597,10 @@ func boundsSpecs() []Spec {
 			Tools: []string{"upload_file"},
 			Body: boundsDataPlane("upload_file",
 				func(*TestContext) []boundsCase {
-					base := map[string]any{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
-					cs := boundsMissing(base, "path", "data_base64")
-					cs = append(cs, boundsString(base, "path")...)
-					cs = append(cs, boundsString(base, "data_base64")...)
+					base := validArgs{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
+					cs := base.missingCases("path", "data_base64")
+					cs = append(cs, base.stringCases("path")...)
+					cs = append(cs, base.stringCases("data_base64")...)
 					for _, bad := range []struct{ name, v string }{
 						{"length", "zqsecret9913x"},
 						{"alphabet", "zqsecret9913$$$$"},
@@ -607,11 +612,11 @@ func boundsSpecs() []Spec {
 						{"trailing-bits", "zqsecret9913RB=="},
 						{"unpadded", "zqsecret9913RB"},
 					} {
-						cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: boundsSet(base, "data_base64", bad.v),
+						cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: base.with("data_base64", bad.v),
 							field: "data_base64", bait: []string{"zqsecret", "9913"}})
 					}
-					cs = append(cs, boundsSandboxID(base)...)
-					return append(cs, boundsUnknown(base, "mode", "team")...)
+					cs = append(cs, base.sandboxIDCases()...)
+					return append(cs, base.unknownCases("mode", "team")...)
 				},
 				nil),
 		},
@@ -622,20 +627,20 @@ func boundsSpecs() []Spec {
 			Tools: []string{"download_file"},
 			Body: func(ctx context.Context, tc *TestContext) {
 				s := tc.Connect(ctx)
-				base := map[string]any{"path": errsReadablePath}
-				capBytes := boundsAdvertisedMax(tc, "download_file", "max_bytes")
-				cs := boundsMissing(base, "path")
-				cs = append(cs, boundsString(base, "path")...)
-				cs = append(cs, boundsInteger(base, "max_bytes", 1, capBytes)...)
-				cs = append(cs, boundsSandboxID(base)...)
-				cs = append(cs, boundsUnknown(base, "offset", "team")...)
-				boundsReject(ctx, tc, s, "download_file", cs)
-				boundsExpectUnchanged(ctx, tc, s, 0, "")
-				accept := []map[string]any{boundsSet(base, "max_bytes", 1)}
+				base := validArgs{"path": errsReadablePath}
+				capBytes := tc.advertisedMax("download_file", "max_bytes")
+				cs := base.missingCases("path")
+				cs = append(cs, base.stringCases("path")...)
+				cs = append(cs, base.integerCases("max_bytes", 1, capBytes)...)
+				cs = append(cs, base.sandboxIDCases()...)
+				cs = append(cs, base.unknownCases("offset", "team")...)
+				s.expectRejected(ctx, "download_file", cs)
+				s.expectUnchanged(ctx, 0, "")
+				accept := []map[string]any{base.with("max_bytes", 1)}
 				if capBytes > 0 {
-					accept = append(accept, boundsSet(base, "max_bytes", capBytes))
+					accept = append(accept, base.with("max_bytes", capBytes))
 				}
-				boundsAccept(ctx, tc, s, "download_file", accept...)
+				s.expectAccepted(ctx, "download_file", accept...)
 			},
 		},
 	}

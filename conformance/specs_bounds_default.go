@@ -51,12 +51,12 @@ func specEmptyIDWithDefault(ctx context.Context, tc *TestContext) {
 			continue
 		}
 		checked++
-		boundsReject(ctx, tc, s, c.tool, []boundsCase{boundsValue(c.args, "sandbox_id", "empty-with-default", "")})
+		s.expectRejected(ctx, c.tool, []boundsCase{validArgs(c.args).valueCase("sandbox_id", "empty-with-default", "")})
 	}
 	gomega.Expect(checked).To(gomega.BeNumerically(">", 0), "no advertised tool takes sandbox_id")
 	after, alive := tc.Fake.Sandbox(def)
 	gomega.Expect(alive).To(gomega.BeTrue(), `a call with sandbox_id "" destroyed the default sandbox`)
 	gomega.Expect(after.EndAt).To(gomega.BeTemporally("==", before.EndAt),
 		`a call with sandbox_id "" changed the default sandbox's end time (it was taken for the default)`)
-	boundsExpectUnchanged(ctx, tc, s, 1, def)
+	s.expectUnchanged(ctx, 1, def)
 }

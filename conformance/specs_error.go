@@ -89,15 +89,9 @@ func (tc *TestContext) newErrsEnv(ctx context.Context) *errsEnv {
 	env := &errsEnv{ctx: ctx, tc: tc, s: tc.Connect(ctx)}
 	env.external = tc.Seed(fakeprovider.SandboxSeed{Secure: true})
 	if tc.Advertised("create_sandbox") != nil {
-		env.owned = errsCreate(ctx, tc, env.s)
+		env.owned = env.s.mustCreate(ctx, nil)
 	}
 	return env
-}
-
-// errsCreate creates a sandbox in s and returns its ID.
-func errsCreate(ctx context.Context, tc *TestContext, s *Session) string {
-	ginkgo.GinkgoHelper()
-	return s.mustCreate(ctx, nil)
 }
 
 // errsMode is one way a tool reaches the platform: the tool, the operation
@@ -171,7 +165,7 @@ func errsControlModes() []errsMode {
 			}},
 		{name: "kill_sandbox(owned)", tool: "kill_sandbox", op: sandbox.OpKillSandbox, bodiless: true, needs: []string{"create_sandbox"},
 			args: func(e *errsEnv) map[string]any {
-				return map[string]any{"sandbox_id": errsCreate(e.ctx, e.tc, e.s)}
+				return map[string]any{"sandbox_id": e.s.mustCreate(e.ctx, nil)}
 			}},
 	}
 	for _, dt := range errsDataTools {
@@ -461,121 +455,118 @@ func errorSpecs() []Spec {
 			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
 			Body:  errsMatrix(errsEnvdRPCModes, errsFaults()),
 		},
-		errsCreateRejectedSpec(),
-		errsKillGoneSpec(),
-		errsMissingPathSpec(),
+		Spec{
+			ID:    "errors.create-rejected",
+			Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"},
+			Tools: []string{"create_sandbox"},
+			Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing",
+			Body:  specCreateRejected,
+		},
+		Spec{
+			ID:    "errors.kill-gone",
+			Rules: []string{"SESSION-3", "ERR-1", "ERR-2"},
+			Tools: []string{"kill_sandbox", "create_sandbox"},
+			Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable",
+			Body:  specKillGone,
+		},
+		Spec{
+			ID:    "errors.missing-path",
+			Rules: []string{"FILE-4", "ERR-1", "ERR-2"},
+			Tools: []string{"read_file", "list_files", "download_file"},
+			Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable",
+			Body:  specMissingPath,
+		},
 	)
 	return specs
 }
 
-// errsCreateRejectedSpec checks CREATE-3: arguments that pass validation
+// specCreateRejected checks CREATE-3: arguments that pass validation
 // but that the platform refuses.
-func errsCreateRejectedSpec() Spec {
-	return Spec{
-		ID:    "errors.create-rejected",
-		Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"}, Tools: []string{"create_sandbox"},
-		Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing",
-		Body: func(ctx context.Context, tc *TestContext) {
-			s := tc.Connect(ctx)
-			c := newErrsChecker(tc)
-			cases := []struct {
-				name   string
-				args   map[string]any
-				status int
-				raw    string
-			}{
-				// The fake, like E2B, fixes resources per template build: cpuCount
-				// and memoryMB in the create body are refused with 400.
-				{"cpu", map[string]any{"cpu": 3}, 400, ""},
-				{"memory", map[string]any{"memory": 4096}, 400, ""},
-				{"template", map[string]any{"template": "zq-no-such-template-9913"}, 404, "zq-no-such-template-9913"},
-			}
-			for _, k := range cases {
-				tc.Fake.Journal().Reset()
-				r := s.Call(ctx, "create_sandbox", k.args)
-				f := errsFault{name: k.name, category: categoryOf(k.status)}
-				if tc.Fake.Journal().Count(sandbox.OpCreateSandbox) > 0 {
-					// The platform refused: its status must come back.
-					f.status = k.status
-				} else if k.status == 400 {
-					// A server that knows its provider does not size sandboxes
-					// may refuse before calling it: a validation error then.
-					if r.Field() != "" && r.Field() != k.name {
-						c.addf("create_sandbox %s: the error names field %q", k.name, r.Field())
-					}
-				} else {
-					c.addf("create_sandbox %s: the server made no create call", k.name)
-				}
-				c.toolError("create_sandbox "+k.name, r, f)
-				c.noLeak("create_sandbox "+k.name, r.JSON, k.raw)
-			}
-			c.done()
-			gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(tc.seeded()), "a rejected create left a sandbox")
-			if tc.Advertised("get_sandbox") != nil {
-				r := s.Call(ctx, "get_sandbox", map[string]any{})
-				tc.ExpectToolError(r, "")
-			}
-			tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
-		},
+func specCreateRejected(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	c := newErrsChecker(tc)
+	cases := []struct {
+		name   string
+		args   map[string]any
+		status int
+		raw    string
+	}{
+		// The fake, like E2B, fixes resources per template build: cpuCount
+		// and memoryMB in the create body are refused with 400.
+		{"cpu", map[string]any{"cpu": 3}, 400, ""},
+		{"memory", map[string]any{"memory": 4096}, 400, ""},
+		{"template", map[string]any{"template": "zq-no-such-template-9913"}, 404, "zq-no-such-template-9913"},
 	}
+	for _, k := range cases {
+		tc.Fake.Journal().Reset()
+		r := s.Call(ctx, "create_sandbox", k.args)
+		f := errsFault{name: k.name, category: categoryOf(k.status)}
+		if tc.Fake.Journal().Count(sandbox.OpCreateSandbox) > 0 {
+			// The platform refused: its status must come back.
+			f.status = k.status
+		} else if k.status == 400 {
+			// A server that knows its provider does not size sandboxes
+			// may refuse before calling it: a validation error then.
+			if r.Field() != "" && r.Field() != k.name {
+				c.addf("create_sandbox %s: the error names field %q", k.name, r.Field())
+			}
+		} else {
+			c.addf("create_sandbox %s: the server made no create call", k.name)
+		}
+		c.toolError("create_sandbox "+k.name, r, f)
+		c.noLeak("create_sandbox "+k.name, r.JSON, k.raw)
+	}
+	c.done()
+	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(tc.seeded()), "a rejected create left a sandbox")
+	if tc.Advertised("get_sandbox") != nil {
+		r := s.Call(ctx, "get_sandbox", map[string]any{})
+		tc.ExpectToolError(r, "")
+	}
+	tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
 }
 
-// errsKillGoneSpec checks SESSION-3's not_found for a sandbox that is
+// specKillGone checks SESSION-3's not_found for a sandbox that is
 // already gone.
-func errsKillGoneSpec() Spec {
-	return Spec{
-		ID:    "errors.kill-gone",
-		Rules: []string{"SESSION-3", "ERR-1", "ERR-2"}, Tools: []string{"kill_sandbox", "create_sandbox"},
-		Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable",
-		Body: func(ctx context.Context, tc *TestContext) {
-			s := tc.Connect(ctx)
-			c := newErrsChecker(tc)
-			gone := errsFault{name: "gone", status: 404, category: "not_found"}
-			owned := errsCreate(ctx, tc, s)
-			tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
-			c.toolError("kill_sandbox(owned, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": owned}), gone)
-			ext := tc.Seed(fakeprovider.SandboxSeed{})
-			tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}))
-			c.toolError("kill_sandbox(external, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}), gone)
-			expired := tc.Seed(fakeprovider.SandboxSeed{EndAt: tc.Clock.Now().Add(time.Minute)})
-			tc.Clock.Advance(2 * time.Minute)
-			c.toolError("kill_sandbox(external, expired)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": expired}), gone)
-			c.done()
-			// The session still works.
-			tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
-			tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
-		},
-	}
+func specKillGone(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	c := newErrsChecker(tc)
+	gone := errsFault{name: "gone", status: 404, category: "not_found"}
+	owned := s.mustCreate(ctx, nil)
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
+	c.toolError("kill_sandbox(owned, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": owned}), gone)
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}))
+	c.toolError("kill_sandbox(external, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}), gone)
+	expired := tc.Seed(fakeprovider.SandboxSeed{EndAt: tc.Clock.Now().Add(time.Minute)})
+	tc.Clock.Advance(2 * time.Minute)
+	c.toolError("kill_sandbox(external, expired)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": expired}), gone)
+	c.done()
+	// The session still works.
+	tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
 }
 
-// errsMissingPathSpec checks FILE-4.
-func errsMissingPathSpec() Spec {
-	return Spec{
-		ID:    "errors.missing-path",
-		Rules: []string{"FILE-4", "ERR-1", "ERR-2"}, Tools: []string{"read_file", "list_files", "download_file"},
-		Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable",
-		Body: func(ctx context.Context, tc *TestContext) {
-			s := tc.Connect(ctx)
-			ext := tc.Seed(fakeprovider.SandboxSeed{})
-			c := newErrsChecker(tc)
-			missing := "/tmp/zq-missing-9913/none"
-			for _, where := range []map[string]any{{}, {"sandbox_id": ext}} {
-				label := "owned"
-				if len(where) > 0 {
-					label = "external"
-				}
-				for _, tool := range []string{"read_file", "list_files", "download_file"} {
-					r := s.Call(ctx, tool, withArgs(where, "path", missing))
-					for _, msg := range gomega.InterceptGomegaFailures(func() { tc.ExpectToolError(r, "not_found") }) {
-						c.addf("%s(%s): %s", tool, label, failureLine(msg))
-					}
-					c.hint(tool+"("+label+")", r)
-					c.noLeak(tool+"("+label+")", r.JSON)
-				}
-				// The session still works.
-				c.success("list_files("+label+")", s.Call(ctx, "list_files", withArgs(where, "path", "/tmp")))
+// specMissingPath checks FILE-4.
+func specMissingPath(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	c := newErrsChecker(tc)
+	missing := "/tmp/zq-missing-9913/none"
+	for _, where := range []map[string]any{{}, {"sandbox_id": ext}} {
+		label := "owned"
+		if len(where) > 0 {
+			label = "external"
+		}
+		for _, tool := range []string{"read_file", "list_files", "download_file"} {
+			r := s.Call(ctx, tool, withArgs(where, "path", missing))
+			for _, msg := range gomega.InterceptGomegaFailures(func() { tc.ExpectToolError(r, "not_found") }) {
+				c.addf("%s(%s): %s", tool, label, failureLine(msg))
 			}
-			c.done()
-		},
+			c.hint(tool+"("+label+")", r)
+			c.noLeak(tool+"("+label+")", r.JSON)
+		}
+		// The session still works.
+		c.success("list_files("+label+")", s.Call(ctx, "list_files", withArgs(where, "path", "/tmp")))
 	}
+	c.done()
 }
