@@ -218,7 +218,7 @@ func (tc *TestContext) kills(id string) int {
 	return len(tc.journalFor(id).WithOp(sandbox.OpKillSandbox))
 }
 
-// lcExpectUntouchedAtClose asserts that an external sandbox survived a
+// expectUntouched asserts that an external sandbox survived a
 // session's close and that the server never renewed or killed it.
 func (tc *TestContext) expectUntouched(id, why string) {
 	ginkgo.GinkgoHelper()

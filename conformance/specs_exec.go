@@ -305,7 +305,7 @@ func execExpectMissingInterpreterOr(tc *TestContext, r *Result, want, what strin
 		ginkgo.AddReportEntry(what, fmt.Sprintf("tool error, category %v", e["category"]))
 		return
 	}
-	var out dpExecOut
+	var out execResult
 	tc.decode(r, &out, "stdout", "stderr", "exit_code", "truncated")
 	ginkgo.AddReportEntry(what, fmt.Sprintf("result with exit_code %d", out.ExitCode))
 	if out.ExitCode == 0 {

@@ -23,8 +23,8 @@ import (
 // timeout (RENEW-1).
 const dpDefaultRenewal = 300
 
-// dpExecOut is the result of run_command and run_code (EXEC-1, EXEC-2).
-type dpExecOut struct {
+// execResult is the result of run_command and run_code (EXEC-1, EXEC-2).
+type execResult struct {
 	Stdout    string `json:"stdout"`
 	Stderr    string `json:"stderr"`
 	ExitCode  int    `json:"exit_code"`
@@ -46,16 +46,16 @@ func (tc *TestContext) decode(r *Result, out any, keys ...string) {
 }
 
 // exec calls run_command or run_code and returns its decoded result.
-func (s *Session) exec(ctx context.Context, tool string, args map[string]any) dpExecOut {
+func (s *Session) exec(ctx context.Context, tool string, args map[string]any) execResult {
 	ginkgo.GinkgoHelper()
 	tc := s.tc
-	var out dpExecOut
+	var out execResult
 	tc.decode(s.Call(ctx, tool, args), &out, "stdout", "stderr", "exit_code", "truncated")
 	return out
 }
 
 // runCommand runs a shell command that must succeed with exit code 0.
-func (s *Session) runCommand(ctx context.Context, command string, sandboxID ...string) dpExecOut {
+func (s *Session) runCommand(ctx context.Context, command string, sandboxID ...string) execResult {
 	ginkgo.GinkgoHelper()
 	args := map[string]any{"command": command}
 	if len(sandboxID) > 0 && sandboxID[0] != "" {

@@ -398,7 +398,7 @@ func leakageSpecs() []Spec {
 	}
 }
 
-// leakKV flattens a map into key, value pairs for errsWith.
+// leakKV flattens a map into key, value pairs for withArgs.
 func leakKV(m map[string]any) []any {
 	var kv []any
 	for k, v := range m {

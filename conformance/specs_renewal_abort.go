@@ -13,7 +13,7 @@ import (
 
 // An MCP client's ClientSession.Close waits for the calls it has in flight
 // before it closes the transport, so a spec cannot close a session "while a
-// call hangs" through Session.Close. lcConnectAbortable opens a session
+// call hangs" through Session.Close. TestContext.connectAbortable opens a session
 // whose transport the spec can close at once, as a client that goes away
 // (or crashes) mid-call does: in-process and stdio the server sees its
 // input end, over HTTP it receives DELETE.
