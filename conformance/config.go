@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -108,10 +109,10 @@ type Config struct {
 	// seen and destroyed at the end, even when specs fail.
 	Cloud bool
 	// StateDir holds the state files of cloud runs (the sandboxes each run
-	// created, for `sandboxkit sweep`). Default [DefaultStateDir].
+	// created, for `sandboxkit sweep`). Default [cloudstate.DefaultStateDir].
 	StateDir string
 	// RunID names the run in its state file and evidence. Default: a fresh
-	// [NewRunID].
+	// [cloudstate.NewRunID].
 	RunID string
 
 	// breakage, set only by the kit's own tests, turns the in-process
@@ -304,7 +305,7 @@ func (c *Config) Validate() error {
 	if d, ok := c.providerDeadline(); ok && c.CallTimeout > 0 && c.CallTimeout <= d+deadlineGrace(d) {
 		errs = append(errs, fmt.Errorf("call timeout %v must exceed the provider deadline %v plus its grace %v", c.CallTimeout, d, deadlineGrace(d)))
 	}
-	if c.RunID != "" && !runIDPattern.MatchString(c.RunID) {
+	if c.RunID != "" && !cloudstate.ValidRunID(c.RunID) {
 		errs = append(errs, fmt.Errorf("run ID %q: want letters, digits, '.', '_' or '-' (at most 64)", c.RunID))
 	}
 	if c.Cloud {
@@ -338,7 +339,7 @@ func (c *Config) stateDir() string {
 	if c.StateDir != "" {
 		return c.StateDir
 	}
-	return DefaultStateDir()
+	return cloudstate.DefaultStateDir()
 }
 
 // settle is how long the kit waits for a closed session's sandboxes to go.
