@@ -231,7 +231,7 @@ func TestCloudChild(t *testing.T) {
 	cfg.Cloud = true
 	cfg.StateDir = os.Getenv(cloudStateEnv)
 	cfg.RunID = os.Getenv(cloudRunIDEnv)
-	cfg.cloudSettle = 3 * time.Second
+	cfg.setCloudSettle(3 * time.Second)
 	switch mode {
 	case "pass":
 	case "stdio":
@@ -240,15 +240,15 @@ func TestCloudChild(t *testing.T) {
 	case "http":
 		targetTestHTTPServer(cfg, os.Getenv(cloudHTTPAddrEnv))
 	case "claims-foreign":
-		cfg.breakage = claimsForeignAsCreated(os.Getenv(cloudForeignEnv))
+		cfg.setBreakage(claimsForeignAsCreated(os.Getenv(cloudForeignEnv)))
 	case "skips-cleanup":
-		cfg.breakage = skipsCleanup()
+		cfg.setBreakage(skipsCleanup())
 	case "leaks-key":
-		cfg.breakage = leaksKeyInErrors()
+		cfg.setBreakage(leaksKeyInErrors())
 	case "create-fails-with-key":
-		cfg.breakage = createFailsWithKey()
+		cfg.setBreakage(createFailsWithKey())
 	case "hangs":
-		cfg.breakage = hangsOnSetTimeout()
+		cfg.setBreakage(hangsOnSetTimeout())
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}

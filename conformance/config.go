@@ -115,16 +115,30 @@ type Config struct {
 	// [cloudstate.NewRunID].
 	RunID string
 
-	// breakage, set only by the kit's own tests, turns the in-process
-	// reference server into a deliberately broken variant.
+	// seams, set only by the kit's own tests (export_test.go), bend the
+	// run for them; a user never sets them.
+	seams *testSeams
+}
+
+// testSeams are the kit's own tests' hooks into a run.
+type testSeams struct {
+	// breakage turns the in-process reference server into a deliberately
+	// broken variant.
 	breakage *breakage
-	// cloudSettle, set only by the kit's own tests, replaces the settle
-	// time of cloud mode (against a fake posing as a real provider).
+	// cloudSettle replaces the settle time of cloud mode (against a fake
+	// posing as a real provider).
 	cloudSettle time.Duration
-	// fakeRoutes, set only by the kit's own tests, makes the fake serve one
-	// create/connect route family; the in-process reference server is then
-	// configured for it.
+	// fakeRoutes makes the fake serve one create/connect route family; the
+	// in-process reference server is then configured for it.
 	fakeRoutes fakeprovider.RouteFamily
+}
+
+// seam returns the run's test seams (none outside the kit's own tests).
+func (c *Config) seam() testSeams {
+	if c.seams == nil {
+		return testSeams{}
+	}
+	return *c.seams
 }
 
 // breakage is a deliberately broken variant of the reference server: a
@@ -344,8 +358,8 @@ func (c *Config) stateDir() string {
 
 // settle is how long the kit waits for a closed session's sandboxes to go.
 func (c *Config) settle() time.Duration {
-	if c.Cloud && c.cloudSettle > 0 {
-		return c.cloudSettle
+	if d := c.seam().cloudSettle; c.Cloud && d > 0 {
+		return d
 	}
 	if c.Cloud && c.SettleTimeout < cloudMinSettle {
 		return cloudMinSettle
