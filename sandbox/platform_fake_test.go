@@ -26,14 +26,24 @@ func inProcess(t *testing.T, opts *fakeprovider.Options) (*fakeprovider.Provider
 	opts.Canaries = true // errors must never carry the message canaries
 	fake := fakeprovider.New(opts)
 	t.Cleanup(fake.Close)
-	p, err := sandbox.NewPlatform(&sandbox.Options{
-		Getenv:     func(k string) string { return map[string]string{sandbox.EnvAPIKey: fake.APIKey()}[k] },
-		HTTPClient: fake.HTTPClient(),
-	})
+	p, err := fake.Platform()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return fake, clock, p
+}
+
+// withEnv returns opts reading value for key, and the rest of the
+// environment as before.
+func withEnv(opts *sandbox.Options, key, value string) *sandbox.Options {
+	get := opts.Getenv
+	opts.Getenv = func(k string) string {
+		if k == key {
+			return value
+		}
+		return get(k)
+	}
+	return opts
 }
 
 func TestPlatform_ListPagesAndFilters(t *testing.T) {
@@ -238,10 +248,7 @@ func TestPlatform_ErrorCategoriesFromFaults(t *testing.T) {
 
 func TestPlatform_UnauthenticatedAndLimits(t *testing.T) {
 	fake, _, _ := inProcess(t, &fakeprovider.Options{SandboxLimit: 2})
-	wrong, _ := sandbox.NewPlatform(&sandbox.Options{
-		Getenv:     func(k string) string { return map[string]string{sandbox.EnvAPIKey: "e2b_00000000"}[k] },
-		HTTPClient: fake.HTTPClient(),
-	})
+	wrong, _ := sandbox.NewPlatform(withEnv(fake.PlatformOptions(), sandbox.EnvAPIKey, "e2b_00000000"))
 	if _, err := wrong.List(context.Background(), nil); !errors.Is(err, sandbox.ErrUnauthenticated) {
 		t.Errorf("wrong key: %v", err)
 	}
