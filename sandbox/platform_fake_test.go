@@ -33,19 +33,6 @@ func inProcess(t *testing.T, opts *fakeprovider.Options) (*fakeprovider.Provider
 	return fake, clock, p
 }
 
-// withEnv returns opts reading value for key, and the rest of the
-// environment as before.
-func withEnv(opts *sandbox.Options, key, value string) *sandbox.Options {
-	get := opts.Getenv
-	opts.Getenv = func(k string) string {
-		if k == key {
-			return value
-		}
-		return get(k)
-	}
-	return opts
-}
-
 func TestPlatform_ListPagesAndFilters(t *testing.T) {
 	fake, clock, p := inProcess(t, nil)
 	ctx := context.Background()
@@ -337,21 +324,19 @@ func TestPlatform_QualifiedIDsRouteToTheirProvider(t *testing.T) {
 	}
 }
 
+// waitForNoConnections fails t unless servers hold no open connection
+// within 2 s.
 func waitForNoConnections(t *testing.T, servers ...*fakeprovider.Server) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		open := 0
+	open := 0
+	if !waitUntil(2*time.Second, 5*time.Millisecond, func() bool {
+		open = 0
 		for _, s := range servers {
 			open += s.OpenConnections()
 		}
-		if open == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still open after a by-ID call", open)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return open == 0
+	}) {
+		t.Fatalf("%d connections still open after a by-ID call", open)
 	}
 }
 
