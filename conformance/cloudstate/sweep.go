@@ -76,6 +76,31 @@ func Sweep(ctx context.Context, opts *SweepOptions) (*SweepResult, error) {
 	if !opts.Force && rec.EndedAt == nil && processAlive(rec.Host, rec.PID) {
 		return nil, fmt.Errorf("sweep: run %s (pid %d on %s): %w; wait for it, or force", rec.RunID, rec.PID, rec.Host, ErrRunInProgress)
 	}
+	p, err := sweepPlatform(opts, rec)
+	if err != nil {
+		return nil, err
+	}
+	t := &Tracker{path: filepath.Join(dir, rec.RunID+".json"), rec: *rec}
+	res := &SweepResult{RunID: rec.RunID, Failed: map[string]string{}}
+	for _, id := range t.Alive() {
+		res.add(t, id, sweepOne(ctx, p, t, id, rec.StartedAt))
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if t.err != nil {
+		return res, fmt.Errorf("sweep: updating the state file: %w", t.err)
+	}
+	if len(res.Failed) > 0 {
+		return res, fmt.Errorf("sweep: %d sandbox(es) could not be destroyed; sweep again later", len(res.Failed))
+	}
+	return res, nil
+}
+
+// sweepPlatform builds the SDK a sweep of rec uses, and refuses an
+// environment that does not reach the provider and API host of the run,
+// or has no credentials.
+func sweepPlatform(opts *SweepOptions, rec *RunRecord) (*sandbox.Platform, error) {
 	getenv := opts.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
@@ -94,45 +119,46 @@ func Sweep(ctx context.Context, opts *SweepOptions) (*SweepResult, error) {
 	if !p.HasCredentials(sandbox.DefaultProviderID) {
 		return nil, fmt.Errorf("sweep: %s is not set: the provider's credentials are needed", sandbox.EnvAPIKey)
 	}
-	t := &Tracker{path: filepath.Join(dir, rec.RunID+".json"), rec: *rec}
-	res := &SweepResult{RunID: rec.RunID, Failed: map[string]string{}}
-	for _, id := range t.Alive() {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		var err error
-		notCreated := false
-		if t.Source(id) != SourceKit {
-			var in *sandbox.Info
-			in, err = p.GetInfoByID(cctx, id, nil)
-			notCreated = err == nil && StartedBeforeRun(in, rec.StartedAt)
+	return p, nil
+}
+
+// errSweptNotCreated marks a sandbox sweepOne left alone: the platform
+// says it started before the run.
+var errSweptNotCreated = errors.New("started before the run")
+
+// sweepOne destroys one tracked sandbox by ID. One the server reported as
+// created is read first, and left alone (errSweptNotCreated) when it
+// started before the run.
+func sweepOne(ctx context.Context, p *sandbox.Platform, t *Tracker, id string, runStart time.Time) error {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if t.Source(id) != SourceKit {
+		in, err := p.GetInfoByID(cctx, id, nil)
+		if err != nil {
+			return err
 		}
-		if err == nil && !notCreated {
-			err = p.KillByID(cctx, id, nil)
-		}
-		cancel()
-		switch {
-		case notCreated:
-			t.SetState(id, SandboxNotCreated)
-			res.NotCreated = append(res.NotCreated, id)
-		case err == nil:
-			t.SetState(id, SandboxDestroyed)
-			res.Destroyed = append(res.Destroyed, id)
-		case sandbox.CategoryOf(err) == sandbox.NotFound:
-			t.SetState(id, SandboxGone)
-			res.AlreadyGone = append(res.AlreadyGone, id)
-		default:
-			res.Failed[id] = string(sandbox.CategoryOf(err))
-		}
-		if ctx.Err() != nil {
-			break
+		if StartedBeforeRun(in, runStart) {
+			return errSweptNotCreated
 		}
 	}
-	if t.err != nil {
-		return res, fmt.Errorf("sweep: updating the state file: %w", t.err)
+	return p.KillByID(cctx, id, nil)
+}
+
+// add records what sweeping id did, in res and in the state file.
+func (res *SweepResult) add(t *Tracker, id string, err error) {
+	switch {
+	case errors.Is(err, errSweptNotCreated):
+		t.SetState(id, SandboxNotCreated)
+		res.NotCreated = append(res.NotCreated, id)
+	case err == nil:
+		t.SetState(id, SandboxDestroyed)
+		res.Destroyed = append(res.Destroyed, id)
+	case sandbox.CategoryOf(err) == sandbox.NotFound:
+		t.SetState(id, SandboxGone)
+		res.AlreadyGone = append(res.AlreadyGone, id)
+	default:
+		res.Failed[id] = string(sandbox.CategoryOf(err))
 	}
-	if len(res.Failed) > 0 {
-		return res, fmt.Errorf("sweep: %d sandbox(es) could not be destroyed; sweep again later", len(res.Failed))
-	}
-	return res, nil
 }
 
 // processAlive reports whether pid runs on this host (other hosts: assume
