@@ -110,7 +110,8 @@ func (s *Session) explicitID(ctx context.Context, tool string, args json.RawMess
 	if json.Unmarshal(args, &m) != nil || m == nil {
 		return args
 	}
-	if _, named := m["sandbox_id"]; named {
+	if named, ok := m["sandbox_id"]; ok {
+		s.forgetKilled(tool, named)
 		return args
 	}
 	s.mu.Lock()
@@ -132,6 +133,22 @@ func (s *Session) explicitID(ctx context.Context, tool string, args json.RawMess
 		return args
 	}
 	return data
+}
+
+// forgetKilled clears the kit's default when kill_sandbox names it: the
+// next call without sandbox_id then gets a new sandbox, as a contract
+// server creates a new default once its default was killed, instead of
+// the killed one (a not_found that is the kit's, not the server's).
+func (s *Session) forgetKilled(tool string, named json.RawMessage) {
+	var id string
+	if tool != "kill_sandbox" || json.Unmarshal(named, &id) != nil || id == "" {
+		return
+	}
+	s.mu.Lock()
+	if s.kitDefault == id {
+		s.kitDefault = ""
+	}
+	s.mu.Unlock()
 }
 
 // setKitDefault records the sandbox a session of an explicit-ids server
