@@ -181,15 +181,29 @@ func boundsEnum(base map[string]any, field string, bad ...string) []boundsCase {
 }
 
 // advertisedProps returns the properties of the input schema the server
-// advertises for a contract tool, and whether it advertises the tool with
-// properties at all.
+// advertises for a contract tool, keyed by contract argument name (a tool
+// map's renamed arguments under their contract names), and whether it
+// advertises the tool with properties at all.
 func advertisedProps(tc *TestContext, tool string) (map[string]any, bool) {
 	t := tc.Advertised(tool)
 	if t == nil {
 		return nil, false
 	}
 	props, ok := schemaMap(t.InputSchema)["properties"].(map[string]any)
-	return props, ok
+	if !ok || tc.Config == nil {
+		return props, ok
+	}
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		out[k] = v
+	}
+	for contract, a := range tc.Config.adapter(tool).Args {
+		if v, has := props[a.Name]; has && a.Name != contract {
+			delete(out, a.Name)
+			out[contract] = v
+		}
+	}
+	return out, true
 }
 
 // boundsAdvertisedMax returns the maximum the server advertises for a
