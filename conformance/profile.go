@@ -123,6 +123,9 @@ func (s *Session) explicitID(ctx context.Context, tool string, args json.RawMess
 			return args
 		}
 		s.setKitDefault(id)
+		s.mu.Lock()
+		s.kitProbed++
+		s.mu.Unlock()
 	}
 	if tool == "kill_sandbox" {
 		s.setKitDefault("")
@@ -157,4 +160,16 @@ func (s *Session) setKitDefault(id string) {
 	s.mu.Lock()
 	s.kitDefault = id
 	s.mu.Unlock()
+}
+
+// kitSandbox makes sure, for a server of profile explicit-ids, that the
+// kit has a sandbox to name in calls of tool without sandbox_id, so that
+// the probe that creates it is not one of the calls a spec counts the
+// platform requests of. It returns how many sandboxes the kit's probes
+// have created in the session.
+func (s *Session) kitSandbox(ctx context.Context, tool string) int {
+	s.explicitID(ctx, tool, json.RawMessage(`{}`))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.kitProbed
 }

@@ -243,6 +243,8 @@ func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []bounds
 func boundsReject(ctx context.Context, tc *TestContext, s *Session, tool string, cases []boundsCase) {
 	ginkgo.GinkgoHelper()
 	cases = boundsApplicable(tc, tool, cases)
+	// Explicit IDs: the kit's own create_sandbox is not the rejected call's.
+	s.kitSandbox(ctx, tool)
 	var problems []string
 	failed := 0
 	for _, c := range cases {
@@ -283,8 +285,10 @@ func boundsAccept(ctx context.Context, tc *TestContext, s *Session, tool string,
 // with no platform call when there was no default, else the default's ID.
 func boundsExpectUnchanged(ctx context.Context, tc *TestContext, s *Session, live int, defaultID string) {
 	ginkgo.GinkgoHelper()
+	live += s.kitSandbox(ctx, "")
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(live), "rejected calls created a sandbox")
-	if tc.Advertised("get_sandbox") == nil {
+	if tc.Advertised("get_sandbox") == nil || (defaultID == "" && tc.Config.Profile != ProfileContract && tc.Config.Profile != "") {
+		// Without a default (GET-2) only a contract server must refuse.
 		return
 	}
 	tc.Fake.Journal().Reset()
