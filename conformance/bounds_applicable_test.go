@@ -59,3 +59,23 @@ func TestBoundsApplicableThroughToolMap(t *testing.T) {
 		}
 	}
 }
+
+// A case sends no argument the tool does not define besides its own
+// field: a run_code without language is asked about code, not refused
+// for the language of the kit's base arguments.
+func TestBoundsApplicableDropsUndefinedBaseArguments(t *testing.T) {
+	tool := &mcp.Tool{Name: "run_code", InputSchema: map[string]any{
+		"type": "object", "properties": map[string]any{"code": map[string]any{"type": "string"}},
+	}}
+	tc := &TestContext{run: &runState{tools: map[string]*mcp.Tool{"run_code": tool}}}
+	base := map[string]any{"code": "echo", "language": "bash"}
+	cases := append(boundsString(base, "code"), boundsUnknown(base, "interpreter")...)
+	for _, c := range boundsApplicable(tc, "run_code", cases) {
+		if _, has := c.args["language"]; has {
+			t.Errorf("%s still sends language: %v", c.name, c.args)
+		}
+		if _, has := c.args[c.field]; !has && c.field != "" {
+			t.Errorf("%s lost its own field %s: %v", c.name, c.field, c.args)
+		}
+	}
+}

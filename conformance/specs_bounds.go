@@ -233,6 +233,16 @@ func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []bounds
 			out = append(out, c)
 		}
 	}
+	// Nor does a case send, beside its field, an argument the tool does
+	// not define (run_code's language for a tool without it): the call
+	// would be refused for that argument instead of the case's.
+	for i, c := range out {
+		for k := range c.args {
+			if _, has := props[k]; !has && k != c.field {
+				out[i].args = boundsDel(out[i].args, k)
+			}
+		}
+	}
 	return out
 }
 
