@@ -11,7 +11,7 @@ func TestFilesPointerUsesServerToolName(t *testing.T) {
 	for text, want := range map[string]bool{
 		"not UTF-8 text: read it with downloadFile":  true,
 		"not UTF-8 text: read it with download_file": true,
-		"not UTF-8 text":                             false,
+		"not UTF-8 text": false,
 	} {
 		if got := mentionsTool(cfg, text, "download_file"); got != want {
 			t.Errorf("%q mentions download_file: %v, want %v", text, got, want)
