@@ -486,7 +486,7 @@ func boundsSpecs() []Spec {
 			}),
 		boundsDataPlane("bounds.read-file", "read_file",
 			"read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			[]string{"FILE-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			func(*TestContext) []boundsCase {
 				base := map[string]any{"path": "/tmp/zq-bounds.txt"}
 				cs := boundsMissing(base, "path")
@@ -496,7 +496,7 @@ func boundsSpecs() []Spec {
 			}, nil),
 		boundsDataPlane("bounds.write-file", "write_file",
 			"write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			[]string{"FILE-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			func(*TestContext) []boundsCase {
 				base := map[string]any{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
 				cs := boundsMissing(base, "path", "content")
