@@ -13,8 +13,7 @@ import (
 //   - ERR-2: a failed create comes back as plain text ("could not create a
 //     sandbox"), not {"error": {...}} (the errors matrix, on run_code's own
 //     create);
-//   - EXEC-2: run_code has no language (run-code-bash, -javascript; the
-//     leakage specs send it too, see the report);
+//   - EXEC-2: run_code has no language (run-code-bash, -javascript);
 //   - VAL-6: undefined arguments are refused by the SDK's schema check in
 //     plain text, naming no field (bounds.run-code, leakage.validation-no-echo);
 //   - TOOLS-4: it negotiates 2026-07-28, a version without sessions;
@@ -25,7 +24,7 @@ var oneShotTrueDefects = []string{
 	"errors.status-404", "errors.status-409", "errors.status-429", "errors.status-500", "errors.status-502",
 	"errors.status-503", "errors.status-504",
 	"exec.run-code-bash", "exec.run-code-default-python", "exec.run-code-javascript",
-	"leakage.dataplane-success", "leakage.validation-no-echo",
+	"leakage.validation-no-echo",
 	"protocol.session-versions",
 }
 
