@@ -181,15 +181,29 @@ func boundsEnum(base map[string]any, field string, bad ...string) []boundsCase {
 }
 
 // advertisedProps returns the properties of the input schema the server
-// advertises for a contract tool, and whether it advertises the tool with
-// properties at all.
+// advertises for a contract tool, keyed by contract argument name (a tool
+// map's renamed arguments under their contract names), and whether it
+// advertises the tool with properties at all.
 func advertisedProps(tc *TestContext, tool string) (map[string]any, bool) {
 	t := tc.Advertised(tool)
 	if t == nil {
 		return nil, false
 	}
 	props, ok := schemaMap(t.InputSchema)["properties"].(map[string]any)
-	return props, ok
+	if !ok || tc.Config == nil {
+		return props, ok
+	}
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		out[k] = v
+	}
+	for contract, a := range tc.Config.adapter(tool).Args {
+		if v, has := props[a.Name]; has && a.Name != contract {
+			delete(out, a.Name)
+			out[contract] = v
+		}
+	}
+	return out, true
 }
 
 // boundsAdvertisedMax returns the maximum the server advertises for a
@@ -219,6 +233,16 @@ func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []bounds
 			out = append(out, c)
 		}
 	}
+	// Nor does a case send, beside its field, an argument the tool does
+	// not define (run_code's language for a tool without it): the call
+	// would be refused for that argument instead of the case's.
+	for i, c := range out {
+		for k := range c.args {
+			if _, has := props[k]; !has && k != c.field {
+				out[i].args = boundsDel(out[i].args, k)
+			}
+		}
+	}
 	return out
 }
 
@@ -229,6 +253,8 @@ func boundsApplicable(tc *TestContext, tool string, cases []boundsCase) []bounds
 func boundsReject(ctx context.Context, tc *TestContext, s *Session, tool string, cases []boundsCase) {
 	ginkgo.GinkgoHelper()
 	cases = boundsApplicable(tc, tool, cases)
+	// Explicit IDs: the kit's own create_sandbox is not the rejected call's.
+	s.kitSandbox(ctx, tool)
 	var problems []string
 	failed := 0
 	for _, c := range cases {
@@ -269,8 +295,10 @@ func boundsAccept(ctx context.Context, tc *TestContext, s *Session, tool string,
 // with no platform call when there was no default, else the default's ID.
 func boundsExpectUnchanged(ctx context.Context, tc *TestContext, s *Session, live int, defaultID string) {
 	ginkgo.GinkgoHelper()
+	live += s.kitSandbox(ctx, "")
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(live), "rejected calls created a sandbox")
-	if tc.Advertised("get_sandbox") == nil {
+	if tc.Advertised("get_sandbox") == nil || (defaultID == "" && tc.Config.Profile != ProfileContract && tc.Config.Profile != "") {
+		// Without a default (GET-2) only a contract server must refuse.
 		return
 	}
 	tc.Fake.Journal().Reset()
@@ -458,7 +486,7 @@ func boundsSpecs() []Spec {
 			}),
 		boundsDataPlane("bounds.read-file", "read_file",
 			"read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			[]string{"FILE-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			func(*TestContext) []boundsCase {
 				base := map[string]any{"path": "/tmp/zq-bounds.txt"}
 				cs := boundsMissing(base, "path")
@@ -468,7 +496,7 @@ func boundsSpecs() []Spec {
 			}, nil),
 		boundsDataPlane("bounds.write-file", "write_file",
 			"write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			[]string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			[]string{"FILE-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			func(*TestContext) []boundsCase {
 				base := map[string]any{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
 				cs := boundsMissing(base, "path", "content")
