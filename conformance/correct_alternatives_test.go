@@ -58,7 +58,7 @@ func TestCorrectAlternativeChild(t *testing.T) {
 	for _, a := range correctAlternatives() {
 		if a.name == name {
 			cfg := NewConfig()
-			cfg.breakage = a.make()
+			cfg.setBreakage(a.make())
 			RunWith(t, cfg, &RunOptions{LabelFilter: strings.Join(a.specs, " || ")})
 			return
 		}
