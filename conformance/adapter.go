@@ -307,10 +307,22 @@ func (a ToolAdapter) normalise(r *Result) {
 	}
 	for contract, server := range a.Result.Fields {
 		if v, ok := r.Structured[server]; ok && server != contract {
-			r.Structured[contract] = v
+			r.Structured[contract] = a.unscale(contract, server, v)
 			delete(r.Structured, server)
 		}
 	}
+}
+
+// unscale turns a result value back into contract units when the result
+// field has the server name of a scaled argument (timeoutMs for timeout,
+// scale 1000: 120000 is 120 s).
+func (a ToolAdapter) unscale(contract, server string, v any) any {
+	x, ok := a.Args[contract]
+	n, isNum := v.(float64)
+	if !ok || !isNum || x.Name != server || x.Scale == 0 || x.Scale == 1 {
+		return v
+	}
+	return n / x.Scale
 }
 
 // textObject parses a text block holding one JSON object.

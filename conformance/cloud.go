@@ -9,12 +9,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -29,7 +29,7 @@ type cloudBackend struct {
 	provider sandbox.ProviderConfig
 	apiHost  string
 	secrets  *secretSet
-	tracker  *tracker
+	tracker  *cloudstate.Tracker
 
 	mu      sync.Mutex
 	foreign map[string]bool    // IDs seen before the run created them: never tracked
@@ -54,7 +54,7 @@ func newCloudBackend(cfg *Config, runID string) (*cloudBackend, error) {
 	}
 	c.platform = p
 	c.provider, _ = p.Provider(sandbox.DefaultProviderID)
-	c.apiHost = apiHost(c.provider.APIURL)
+	c.apiHost = cloudstate.APIHost(c.provider.APIURL)
 	c.secrets.add("API key", c.getenv(sandbox.EnvAPIKey))
 	for _, v := range cfg.Headers {
 		c.secrets.add("HTTP header", v)
@@ -66,8 +66,8 @@ func newCloudBackend(cfg *Config, runID string) (*cloudBackend, error) {
 		}
 	}
 	host, _ := os.Hostname()
-	c.tracker, err = newTracker(cfg.stateDir(), RunRecord{
-		Format: runRecordFormat, RunID: runID, KitVersion: Version, ProviderID: sandbox.DefaultProviderID,
+	c.tracker, err = cloudstate.NewTracker(cfg.stateDir(), cloudstate.RunRecord{
+		Format: cloudstate.RecordFormat, RunID: runID, KitVersion: Version, ProviderID: sandbox.DefaultProviderID,
 		APIHost: c.apiHost, Host: host, PID: os.Getpid(), StartedAt: time.Now().UTC(),
 	})
 	if err != nil {
@@ -113,7 +113,7 @@ func (c *cloudBackend) serverSecrets(p *sandbox.Platform) []string {
 // noteForeign records an ID the run saw before creating it (listed, or
 // passed in by a spec): it is never tracked, so never destroyed.
 func (c *cloudBackend) noteForeign(id string) {
-	if id == "" || c.tracker.has(id) {
+	if id == "" || c.tracker.Has(id) {
 		return
 	}
 	c.mu.Lock()
@@ -133,7 +133,7 @@ func (c *cloudBackend) track(id, source, spec string) bool {
 	if foreign {
 		return false
 	}
-	return c.tracker.track(id, source, spec)
+	return c.tracker.Track(id, source, spec)
 }
 
 // info reads a sandbox's metadata through the kit's SDK; ok is false when
@@ -159,18 +159,11 @@ func (c *cloudBackend) info(ctx context.Context, id string) (*sandbox.Info, bool
 	return in, true, nil
 }
 
-func (c *cloudBackend) markGone(id string) { c.tracker.setState(id, SandboxGone) }
+func (c *cloudBackend) markGone(id string) { c.tracker.SetState(id, cloudstate.SandboxGone) }
 
 // errNotCreated says that a sandbox the server reported as created started
 // before the run: the kit leaves it alone.
 var errNotCreated = errors.New("the platform says it started before the run began, so the run did not create it: left alone")
-
-// startedBeforeRun reports whether the platform says a sandbox started
-// before the run began (by more than the clock skew the cloud specs
-// allow): whatever a server claims, the run cannot have created it.
-func startedBeforeRun(in *sandbox.Info, runStart time.Time) bool {
-	return in != nil && in.StartedAt != nil && in.StartedAt.Before(runStart.Add(-cloudClockSkew))
-}
 
 // vetClaim reads a tracked sandbox from the platform (so the tokens the
 // platform issued for it join the run's secrets) and reports whether it
@@ -185,8 +178,8 @@ func (c *cloudBackend) vetClaim(ctx context.Context, id string) (exists bool, er
 		return false, err
 	case !ok:
 		return false, nil
-	case c.tracker.source(id) != SourceKit && startedBeforeRun(in, c.tracker.startedAt()):
-		c.tracker.setState(id, SandboxNotCreated)
+	case c.tracker.Source(id) != cloudstate.SourceKit && cloudstate.StartedBeforeRun(in, c.tracker.StartedAt()):
+		c.tracker.SetState(id, cloudstate.SandboxNotCreated)
 		return true, errNotCreated
 	}
 	return true, nil
@@ -197,7 +190,7 @@ func (c *cloudBackend) vetClaim(ctx context.Context, id string) (exists bool, er
 // server reported as created is first read from the platform: one that
 // started before the run is not destroyed (errNotCreated).
 func (c *cloudBackend) destroy(ctx context.Context, id string) error {
-	if !c.tracker.has(id) {
+	if !c.tracker.Has(id) {
 		return fmt.Errorf("conformance: refusing to destroy %s: the run did not create it", id)
 	}
 	if exists, err := c.vetClaim(ctx, id); err != nil || !exists {
@@ -208,7 +201,7 @@ func (c *cloudBackend) destroy(ctx context.Context, id string) error {
 	err := c.platform.KillByID(cctx, id, nil)
 	switch {
 	case err == nil:
-		c.tracker.setState(id, SandboxDestroyed)
+		c.tracker.SetState(id, cloudstate.SandboxDestroyed)
 		return nil
 	case sandbox.CategoryOf(err) == sandbox.NotFound:
 		c.markGone(id)
@@ -226,12 +219,12 @@ func (c *cloudBackend) createExternal(ctx context.Context, spec string, timeout 
 	defer cancel()
 	sb, err := c.platform.Create(cctx, &sandbox.CreateOptions{
 		Timeout:  timeout,
-		Metadata: map[string]string{"sandboxkit-run": c.tracker.runID(), "sandboxkit-role": "external"},
+		Metadata: map[string]string{"sandboxkit-run": c.tracker.RunID(), "sandboxkit-role": "external"},
 	})
 	if err != nil {
 		return "", err
 	}
-	c.track(sb.ID(), SourceKit, spec)
+	c.track(sb.ID(), cloudstate.SourceKit, spec)
 	return sb.ID(), nil
 }
 
@@ -240,12 +233,12 @@ func (c *cloudBackend) createExternal(ctx context.Context, spec string, timeout 
 // not destroy.
 func (c *cloudBackend) finishAll(ctx context.Context) []string {
 	var failed []string
-	for _, id := range c.tracker.alive() {
+	for _, id := range c.tracker.Alive() {
 		if err := c.destroy(ctx, id); err != nil && !errors.Is(err, errNotCreated) {
 			failed = append(failed, id)
 		}
 	}
-	c.tracker.end()
+	c.tracker.End()
 	return failed
 }
 
@@ -432,15 +425,6 @@ func (s *secretSet) count() map[string]int {
 		out[k]++
 	}
 	return out
-}
-
-// apiHost returns the host (and port) of an API URL.
-func apiHost(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return ""
-	}
-	return u.Host
 }
 
 // bareID drops a "provider:" prefix.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/onsi/ginkgo/v2"
+
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 )
 
 // dataPlaneTools create the session's default sandbox when called without
@@ -52,7 +54,7 @@ func (s *Session) observe(ctx context.Context, tool string, args json.RawMessage
 	switch {
 	case tool == "create_sandbox":
 		if ok && id != "" {
-			s.tc.noteCreated(id, SourceCreate)
+			s.tc.noteCreated(id, cloudstate.SourceCreate)
 			s.defaultID = id
 		}
 	case tool == "kill_sandbox":
@@ -63,7 +65,7 @@ func (s *Session) observe(ctx context.Context, tool string, args json.RawMessage
 		// Without sandbox_id a tool works on the session's default, which
 		// only this session can have created.
 		if id != s.defaultID {
-			s.tc.noteCreated(id, SourceImplicit)
+			s.tc.noteCreated(id, cloudstate.SourceImplicit)
 			s.defaultID = id
 		}
 	}
@@ -92,7 +94,7 @@ func (s *Session) probeDefault(ctx context.Context) {
 	s.tc.mu.Unlock()
 	if r.Err == nil && !r.IsError {
 		if id := r.String("sandbox_id"); id != "" {
-			s.tc.noteCreated(id, SourceImplicit)
+			s.tc.noteCreated(id, cloudstate.SourceImplicit)
 			s.mu.Lock()
 			s.defaultID = id
 			s.mu.Unlock()
@@ -106,7 +108,7 @@ func (tc *TestContext) noteCreated(id, source string) {
 	if c == nil {
 		return
 	}
-	if !c.track(id, source, tc.specID) && !c.tracker.has(id) {
+	if !c.track(id, source, tc.specID) && !c.tracker.Has(id) {
 		return // seen earlier as someone else's
 	}
 	tc.mu.Lock()
@@ -140,7 +142,7 @@ func (tc *TestContext) CreateExternal(ctx context.Context, timeout time.Duration
 		ginkgo.Fail(fmt.Sprintf("create an external sandbox through the kit's SDK: %v", err))
 	}
 	tc.mu.Lock()
-	tc.created = append(tc.created, createdSandbox{id: id, source: SourceKit})
+	tc.created = append(tc.created, createdSandbox{id: id, source: cloudstate.SourceKit})
 	tc.mu.Unlock()
 	return id
 }
@@ -157,7 +159,7 @@ func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 	ctx = context.WithoutCancel(ctx) // cleanup must run even when the spec was interrupted
 	created := tc.createdSandboxes()
 	for _, cs := range created {
-		if !c.tracker.isAlive(cs.id) {
+		if !c.tracker.IsAlive(cs.id) {
 			continue
 		}
 		if _, err := c.vetClaim(ctx, cs.id); errors.Is(err, errNotCreated) {
@@ -169,7 +171,7 @@ func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 	for {
 		pending := 0
 		for _, cs := range created {
-			if cs.source == SourceKit || !c.tracker.isAlive(cs.id) {
+			if cs.source == cloudstate.SourceKit || !c.tracker.IsAlive(cs.id) {
 				continue
 			}
 			if _, exists, err := c.info(ctx, cs.id); exists || err != nil {
@@ -183,7 +185,7 @@ func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 	}
 	var left, failed []string
 	for _, cs := range created {
-		if !c.tracker.isAlive(cs.id) {
+		if !c.tracker.IsAlive(cs.id) {
 			continue
 		}
 		if err := c.destroy(ctx, cs.id); errors.Is(err, errNotCreated) {
@@ -193,7 +195,7 @@ func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 			failed = append(failed, cs.id)
 			continue
 		}
-		if cs.source != SourceKit && c.tracker.state(cs.id) == SandboxDestroyed {
+		if cs.source != cloudstate.SourceKit && c.tracker.State(cs.id) == cloudstate.SandboxDestroyed {
 			left = append(left, cs.id)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -53,9 +54,9 @@ func freeLoopbackAddr(t *testing.T) string {
 
 // expectStateAllDestroyed fails unless the run's state file says the run
 // ended and none of its sandboxes may still exist.
-func expectStateAllDestroyed(t *testing.T, stateDir, runID string) *RunRecord {
+func expectStateAllDestroyed(t *testing.T, stateDir, runID string) *cloudstate.RunRecord {
 	t.Helper()
-	rec, err := ReadRun(stateDir, runID)
+	rec, err := cloudstate.ReadRun(stateDir, runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func expectStateAllDestroyed(t *testing.T, stateDir, runID string) *RunRecord {
 		t.Error("the state file says the run never ended")
 	}
 	for _, s := range rec.Sandboxes {
-		if s.State == SandboxAlive {
+		if s.State == cloudstate.SandboxAlive {
 			t.Errorf("still alive in the state file: %+v", s)
 		}
 	}
@@ -160,8 +161,8 @@ func TestCloudModeNeverDestroysASandboxTheServerClaims(t *testing.T) {
 	for _, s := range rec.Sandboxes {
 		if s.ID == f.foreign {
 			found = true
-			if s.State != SandboxNotCreated {
-				t.Errorf("the foreign sandbox in the state file: %+v, want state %s", s, SandboxNotCreated)
+			if s.State != cloudstate.SandboxNotCreated {
+				t.Errorf("the foreign sandbox in the state file: %+v, want state %s", s, cloudstate.SandboxNotCreated)
 			}
 		}
 	}
@@ -176,7 +177,7 @@ func TestCloudModeNeverDestroysASandboxTheServerClaims(t *testing.T) {
 		t.Errorf("manifest cleanup %+v, want only the claimed %s as not created by the run", c, f.foreign)
 	}
 	// Sweeping the run leaves it alone too.
-	res, err := Sweep(context.Background(), &SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
+	res, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
 	if err != nil || len(res.Destroyed) != 0 {
 		t.Errorf("sweep after the run: %+v, %v", res, err)
 	}
@@ -236,7 +237,7 @@ func TestCloudRunInterruptedBySIGINT(t *testing.T) {
 			}
 		}
 	}
-	res, err := Sweep(context.Background(), &SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
+	res, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
 	if err != nil || len(res.Destroyed)+len(res.AlreadyGone)+len(res.Failed) != 0 {
 		t.Errorf("sweep after the interrupted run: %+v, %v; want nothing to do", res, err)
 	}
@@ -249,9 +250,9 @@ func waitTracked(t *testing.T, cmd *exec.Cmd, child cloudChild, spec string, out
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		if rec, err := ReadRun(child.stateDir, child.runID); err == nil {
+		if rec, err := cloudstate.ReadRun(child.stateDir, child.runID); err == nil {
 			for _, s := range rec.Sandboxes {
-				if (spec == "" || s.Spec == spec) && s.State == SandboxAlive {
+				if (spec == "" || s.Spec == spec) && s.State == cloudstate.SandboxAlive {
 					return
 				}
 			}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -230,7 +231,7 @@ func TestCloudChild(t *testing.T) {
 	cfg.Cloud = true
 	cfg.StateDir = os.Getenv(cloudStateEnv)
 	cfg.RunID = os.Getenv(cloudRunIDEnv)
-	cfg.cloudSettle = 3 * time.Second
+	cfg.setCloudSettle(3 * time.Second)
 	switch mode {
 	case "pass":
 	case "stdio":
@@ -239,15 +240,15 @@ func TestCloudChild(t *testing.T) {
 	case "http":
 		targetTestHTTPServer(cfg, os.Getenv(cloudHTTPAddrEnv))
 	case "claims-foreign":
-		cfg.breakage = claimsForeignAsCreated(os.Getenv(cloudForeignEnv))
+		cfg.setBreakage(claimsForeignAsCreated(os.Getenv(cloudForeignEnv)))
 	case "skips-cleanup":
-		cfg.breakage = skipsCleanup()
+		cfg.setBreakage(skipsCleanup())
 	case "leaks-key":
-		cfg.breakage = leaksKeyInErrors()
+		cfg.setBreakage(leaksKeyInErrors())
 	case "create-fails-with-key":
-		cfg.breakage = createFailsWithKey()
+		cfg.setBreakage(createFailsWithKey())
 	case "hangs":
-		cfg.breakage = hangsOnSetTimeout()
+		cfg.setBreakage(hangsOnSetTimeout())
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}
@@ -364,7 +365,7 @@ func TestCloudModeAgainstLoopbackFake(t *testing.T) {
 	f.expectOnlyForeignLeft(t)
 	f.expectKitNeverListed(t)
 
-	rec, err := ReadRun(child.stateDir, child.runID)
+	rec, err := cloudstate.ReadRun(child.stateDir, child.runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -374,11 +375,11 @@ func TestCloudModeAgainstLoopbackFake(t *testing.T) {
 	sources := map[string]int{}
 	for _, s := range rec.Sandboxes {
 		sources[s.Source]++
-		if s.State == SandboxAlive || s.ID == f.foreign {
+		if s.State == cloudstate.SandboxAlive || s.ID == f.foreign {
 			t.Errorf("state file: %+v", s)
 		}
 	}
-	if sources[SourceCreate] < 5 || sources[SourceImplicit] < 5 || sources[SourceKit] != 1 {
+	if sources[cloudstate.SourceCreate] < 5 || sources[cloudstate.SourceImplicit] < 5 || sources[cloudstate.SourceKit] != 1 {
 		t.Errorf("tracked sandboxes by source: %v; want create_sandbox and implicit ones, and the kit's one external", sources)
 	}
 
@@ -462,16 +463,16 @@ func TestCloudModeDestroysWhatTheServerLeaves(t *testing.T) {
 	}
 	f.expectOnlyForeignLeft(t)
 	f.expectKitNeverListed(t)
-	rec, err := ReadRun(child.stateDir, child.runID)
+	rec, err := cloudstate.ReadRun(child.stateDir, child.runID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	destroyed := 0
 	for _, s := range rec.Sandboxes {
-		if s.State == SandboxDestroyed {
+		if s.State == cloudstate.SandboxDestroyed {
 			destroyed++
 		}
-		if s.State == SandboxAlive {
+		if s.State == cloudstate.SandboxAlive {
 			t.Errorf("still alive in the state file: %+v", s)
 		}
 	}
@@ -549,7 +550,7 @@ func TestSweepAfterInterruptedRun(t *testing.T) {
 	waitTracked(t, cmd, child, "", &out)
 	_ = cmd.Process.Kill() // SIGKILL: no cleanup runs
 	_ = cmd.Wait()
-	rec, err := ReadRun(child.stateDir, child.runID)
+	rec, err := cloudstate.ReadRun(child.stateDir, child.runID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -568,10 +569,10 @@ func TestSweepAfterInterruptedRun(t *testing.T) {
 		}
 		return f.getenv(k)
 	}
-	if _, err := Sweep(context.Background(), &SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: elsewhere}); err == nil || !strings.Contains(err.Error(), "refusing") {
+	if _, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: elsewhere}); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Errorf("sweep against another API host: %v, want a refusal", err)
 	}
-	res, err := Sweep(context.Background(), &SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
+	res, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +580,7 @@ func TestSweepAfterInterruptedRun(t *testing.T) {
 		t.Errorf("sweep destroyed %v; live before it were %v", res.Destroyed, left)
 	}
 	f.expectOnlyForeignLeft(t)
-	again, err := Sweep(context.Background(), &SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
+	again, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: child.runID, StateDir: child.stateDir, Getenv: f.getenv})
 	if err != nil || len(again.Destroyed)+len(again.AlreadyGone)+len(again.Failed) != 0 {
 		t.Errorf("a second sweep: %+v, %v; want nothing to do", again, err)
 	}
@@ -597,16 +598,16 @@ func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 	old := f.p.AddSandbox(fakeprovider.SandboxSeed{StartedAt: time.Now().Add(-10 * time.Minute), EndAt: time.Now().Add(time.Hour)})
 	dir := t.TempDir()
 	host, _ := os.Hostname()
-	tr, err := newTracker(dir, RunRecord{Format: runRecordFormat, RunID: "unit-run", ProviderID: "e2b", APIHost: f.host(),
+	tr, err := cloudstate.NewTracker(dir, cloudstate.RunRecord{Format: cloudstate.RecordFormat, RunID: "unit-run", ProviderID: "e2b", APIHost: f.host(),
 		Host: host, PID: os.Getpid(), StartedAt: time.Now().UTC()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{a, gone, old} {
-		tr.track(id, SourceCreate, "unit")
+		tr.Track(id, cloudstate.SourceCreate, "unit")
 	}
-	tr.track(b, SourceKit, "unit")
-	if _, err := newTracker(dir, RunRecord{RunID: "unit-run"}); err == nil {
+	tr.Track(b, cloudstate.SourceKit, "unit")
+	if _, err := cloudstate.NewTracker(dir, cloudstate.RunRecord{RunID: "unit-run"}); err == nil {
 		t.Error("a second run with the same ID must be refused")
 	}
 	p, err := sandbox.NewPlatform(&sandbox.Options{Getenv: f.getenv})
@@ -618,8 +619,8 @@ func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 	}
 	f.p.Journal().Reset()
 
-	_, err = Sweep(context.Background(), &SweepOptions{RunID: "unit-run", StateDir: dir, Getenv: f.getenv})
-	if !errors.Is(err, ErrRunInProgress) {
+	_, err = cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: "unit-run", StateDir: dir, Getenv: f.getenv})
+	if !errors.Is(err, cloudstate.ErrRunInProgress) {
 		t.Fatalf("sweeping a run whose process lives: %v, want ErrRunInProgress", err)
 	}
 	noKey := func(k string) string {
@@ -628,10 +629,10 @@ func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 		}
 		return f.getenv(k)
 	}
-	if _, err := Sweep(context.Background(), &SweepOptions{RunID: "unit-run", StateDir: dir, Getenv: noKey, Force: true}); err == nil {
+	if _, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: "unit-run", StateDir: dir, Getenv: noKey, Force: true}); err == nil {
 		t.Error("sweeping without credentials must fail")
 	}
-	res, err := Sweep(context.Background(), &SweepOptions{RunID: "unit-run", StateDir: dir, Getenv: f.getenv, Force: true})
+	res, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: "unit-run", StateDir: dir, Getenv: f.getenv, Force: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,11 +653,11 @@ func TestSweepOnlyDestroysTheRunsSandboxes(t *testing.T) {
 			t.Errorf("sweep destroyed %s, which the run did not create", e.SandboxID)
 		}
 	}
-	runs, err := ListRuns(dir)
+	runs, err := cloudstate.ListRuns(dir)
 	if err != nil || len(runs) != 1 || runs[0].Alive() != 0 {
 		t.Errorf("ListRuns after the sweep: %+v, %v", runs, err)
 	}
-	if _, err := Sweep(context.Background(), &SweepOptions{RunID: "../etc/passwd", StateDir: dir}); err == nil {
+	if _, err := cloudstate.Sweep(context.Background(), &cloudstate.SweepOptions{RunID: "../etc/passwd", StateDir: dir}); err == nil {
 		t.Error("a malformed run ID must be refused")
 	}
 }
@@ -680,7 +681,7 @@ func TestCloudBackendDestroysOnlyTracked(t *testing.T) {
 	}
 	seeded := f.p.AddSandbox(fakeprovider.SandboxSeed{})
 	c.noteForeign(seeded)
-	if c.track(seeded, SourceImplicit, "unit") {
+	if c.track(seeded, cloudstate.SourceImplicit, "unit") {
 		t.Error("an ID seen as someone else's must never be tracked")
 	}
 	if err := c.destroy(ctx, f.foreign); err == nil {
@@ -701,8 +702,17 @@ func TestCloudBackendDestroysOnlyTracked(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("live after finishAll: %v, want %v", got, want)
 	}
-	rec, err := ReadRun(cfg.StateDir, "unit-backend")
+	rec, err := cloudstate.ReadRun(cfg.StateDir, "unit-backend")
 	if err != nil || rec.EndedAt == nil || rec.Alive() != 0 {
 		t.Errorf("state file after finishAll: %+v, %v", rec, err)
+	}
+}
+
+// TestCloudClockSkewIsTheSweeps keeps one clock skew: the cloud specs'
+// tolerance and the one by which the kit and sweep leave alone a sandbox
+// that started before the run.
+func TestCloudClockSkewIsTheSweeps(t *testing.T) {
+	if cloudClockSkew != cloudstate.ClockSkew {
+		t.Errorf("cloudClockSkew = %s, cloudstate.ClockSkew = %s: want one skew", cloudClockSkew, cloudstate.ClockSkew)
 	}
 }

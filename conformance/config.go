@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -108,22 +109,36 @@ type Config struct {
 	// seen and destroyed at the end, even when specs fail.
 	Cloud bool
 	// StateDir holds the state files of cloud runs (the sandboxes each run
-	// created, for `sandboxkit sweep`). Default [DefaultStateDir].
+	// created, for `sandboxkit sweep`). Default [cloudstate.DefaultStateDir].
 	StateDir string
 	// RunID names the run in its state file and evidence. Default: a fresh
-	// [NewRunID].
+	// [cloudstate.NewRunID].
 	RunID string
 
-	// breakage, set only by the kit's own tests, turns the in-process
-	// reference server into a deliberately broken variant.
+	// seams, set only by the kit's own tests (export_test.go), bend the
+	// run for them; a user never sets them.
+	seams *testSeams
+}
+
+// testSeams are the kit's own tests' hooks into a run.
+type testSeams struct {
+	// breakage turns the in-process reference server into a deliberately
+	// broken variant.
 	breakage *breakage
-	// cloudSettle, set only by the kit's own tests, replaces the settle
-	// time of cloud mode (against a fake posing as a real provider).
+	// cloudSettle replaces the settle time of cloud mode (against a fake
+	// posing as a real provider).
 	cloudSettle time.Duration
-	// fakeRoutes, set only by the kit's own tests, makes the fake serve one
-	// create/connect route family; the in-process reference server is then
-	// configured for it.
+	// fakeRoutes makes the fake serve one create/connect route family; the
+	// in-process reference server is then configured for it.
 	fakeRoutes fakeprovider.RouteFamily
+}
+
+// seam returns the run's test seams (none outside the kit's own tests).
+func (c *Config) seam() testSeams {
+	if c.seams == nil {
+		return testSeams{}
+	}
+	return *c.seams
 }
 
 // breakage is a deliberately broken variant of the reference server: a
@@ -304,7 +319,7 @@ func (c *Config) Validate() error {
 	if d, ok := c.providerDeadline(); ok && c.CallTimeout > 0 && c.CallTimeout <= d+deadlineGrace(d) {
 		errs = append(errs, fmt.Errorf("call timeout %v must exceed the provider deadline %v plus its grace %v", c.CallTimeout, d, deadlineGrace(d)))
 	}
-	if c.RunID != "" && !runIDPattern.MatchString(c.RunID) {
+	if c.RunID != "" && !cloudstate.ValidRunID(c.RunID) {
 		errs = append(errs, fmt.Errorf("run ID %q: want letters, digits, '.', '_' or '-' (at most 64)", c.RunID))
 	}
 	if c.Cloud {
@@ -338,13 +353,13 @@ func (c *Config) stateDir() string {
 	if c.StateDir != "" {
 		return c.StateDir
 	}
-	return DefaultStateDir()
+	return cloudstate.DefaultStateDir()
 }
 
 // settle is how long the kit waits for a closed session's sandboxes to go.
 func (c *Config) settle() time.Duration {
-	if c.Cloud && c.cloudSettle > 0 {
-		return c.cloudSettle
+	if d := c.seam().cloudSettle; c.Cloud && d > 0 {
+		return d
 	}
 	if c.Cloud && c.SettleTimeout < cloudMinSettle {
 		return cloudMinSettle

@@ -96,7 +96,9 @@ type Session struct {
 	// the session last created: the kit names it in calls without
 	// sandbox_id. Under mu.
 	kitDefault string
-	calls      int
+	// kitProbed counts the sandboxes the kit's explicit-ids probe created.
+	kitProbed int
+	calls     int
 }
 
 // Kind tells how the server is reached.

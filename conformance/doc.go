@@ -19,7 +19,7 @@
 // against the real provider the environment names, adds cloud-only specs
 // that cross-check the server against the platform through the kit's own
 // SDK, tracks every sandbox the run creates in a state file and destroys
-// them by ID at the end ([Sweep] cleans up after an interrupted run).
+// them by ID at the end ([cloudstate.Sweep] cleans up after an interrupted run).
 // [RunOptions.EvidenceDir] records any run as an evidence bundle (package
 // evidence).
 package conformance

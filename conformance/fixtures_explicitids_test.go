@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -55,6 +56,9 @@ func TestExplicitIDFixture(t *testing.T) {
 		if strings.Contains(out, "FAIL "+spec+" ") {
 			t.Errorf("%s fails against a server that does it, through the tool map\n%s", spec, tail([]byte(out)))
 		}
+	}
+	if !strings.Contains(out, "FAIL exec.cwd-and-envs [EXEC-1 TOOLS-5] run_command defines no cwd, envs argument, which EXEC-1 gives it") {
+		t.Errorf("exec.cwd-and-envs does not say that run_command lacks cwd and envs\n%s", tail([]byte(out)))
 	}
 	failed := regexp.MustCompile(`(?m)^\s+FAIL ([a-z]+\.[a-z0-9-]+) `).FindAllStringSubmatch(out, -1)
 	if len(failed) == 0 {
@@ -110,5 +114,58 @@ func TestExplicitIDFixtureChild(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	RunWith(t, cfg, &RunOptions{LabelFilter: fixtureFilter})
+	filter := fixtureFilter
+	if f := os.Getenv("SANDBOXKIT_FIXTURE_FILTER"); f != "" {
+		filter = f
+	}
+	RunWith(t, cfg, &RunOptions{LabelFilter: filter})
+}
+
+// explicitIDTrueDefects are the specs of explicitIDDefectFilter the
+// fixture fails, each for a defect it has under profile explicit-ids:
+//   - VAL-4: undefined arguments are accepted (bounds.*, delegation.create-no-team,
+//     leakage.validation-no-echo), and FILE-1's content is not required;
+//   - VAL-6: the SDK's invalid_argument for an unconfigured provider prefix is
+//     passed on without its field (bounds.kill-sandbox and the others' sandbox_id case);
+//   - RENEW-1: no call renews an owned sandbox (renewal.*);
+//   - ERR-2: tool errors carry no http_status (errors.create-rejected's
+//     template, errors.kill-gone).
+var explicitIDTrueDefects = []string{
+	"bounds.create-sandbox", "bounds.kill-sandbox", "bounds.read-file", "bounds.run-command",
+	"bounds.set-sandbox-timeout", "bounds.write-file",
+	"errors.create-rejected", "errors.kill-gone",
+	"leakage.validation-no-echo",
+	"renewal.external-timeout-keeps-policy", "renewal.failed-calls-renew", "renewal.failed-update-keeps-policy",
+	"renewal.initial-policy-create-timeout", "renewal.initial-policy-default", "renewal.policy-follows-set-timeout",
+}
+
+// explicitIDDefectFilter are the families where the kit's false failures
+// of the fixture were: the kit's probe sandbox, a sandbox killed by ID,
+// arguments the tool does not define, results in milliseconds.
+const explicitIDDefectFilter = "bounds || leakage || renewal || errors.create-rejected || errors.kill-gone"
+
+// TestExplicitIDFixtureTrueFailures runs those families against the
+// explicit-ID fixture: exactly its defects fail. leakage.faults (the kit
+// named a sandbox it had killed), renewal.set-timeout-result (timeoutMs
+// 120000 is 120 s) and bounds.run-command's "missing command" (the kit's
+// own create was counted against it) were false failures.
+func TestExplicitIDFixtureTrueFailures(t *testing.T) {
+	if os.Getenv(fixtureEnv) != "" {
+		t.Skip("inside a child run")
+	}
+	if testing.Short() {
+		t.Skip("builds and runs a fixture server")
+	}
+	bin := buildFixtures(t, "./internal/fixtures/explicitids")["explicitids"]
+	cmd := exec.Command(os.Args[0], "-test.run=^TestExplicitIDFixtureChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), fixtureEnv+"="+bin, "SANDBOXKIT_FIXTURE_FILTER="+explicitIDDefectFilter)
+	data, _ := cmd.CombinedOutput()
+	out := string(data)
+	sum := summaryOf(out)
+	if got := failedSpecs(sum); !slices.Equal(got, explicitIDTrueDefects) {
+		t.Errorf("failed specs %v\nwant exactly the fixture's defects %v\n%s", got, explicitIDTrueDefects, sum)
+	}
+	if strings.Contains(sum, "(POST /sandboxes) for a rejected call") || strings.Contains(sum, "(POST /sandboxes, ") {
+		t.Errorf("the kit's own create_sandbox was counted against a rejected call:\n%s", sum)
+	}
 }

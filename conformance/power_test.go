@@ -60,7 +60,7 @@ func TestBrokenVariantChild(t *testing.T) {
 			continue
 		}
 		cfg := NewConfig()
-		cfg.breakage = v.make()
+		cfg.setBreakage(v.make())
 		filter := string(v.family)
 		if ids := focusedSpecs[name]; len(ids) > 0 {
 			filter = strings.Join(ids, " || ")

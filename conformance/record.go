@@ -18,6 +18,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
@@ -42,7 +43,7 @@ type recorder struct {
 func newRecorder(cfg *Config) *recorder {
 	id := cfg.RunID
 	if id == "" {
-		id = NewRunID()
+		id = cloudstate.NewRunID()
 	}
 	return &recorder{cfg: cfg, runID: id, started: time.Now().UTC(), redactor: evidence.NewRedactor(),
 		transcripts: map[string][]Exchange{}}
@@ -126,7 +127,7 @@ func (rec *recorder) writeCloudSummary(w io.Writer) {
 	if r == nil || r.cloud == nil {
 		return
 	}
-	rr := r.cloud.tracker.record()
+	rr := r.cloud.tracker.Record()
 	cl := cleanupStats(rr, nil)
 	fmt.Fprintf(w, "cloud run %s at %s: %d sandbox(es) created and tracked; %d already gone when checked, %d destroyed by the kit\n",
 		rec.runID, rr.APIHost, cl.Tracked, cl.Gone, cl.DestroyedByKit)
@@ -134,7 +135,7 @@ func (rec *recorder) writeCloudSummary(w io.Writer) {
 		fmt.Fprintf(w, "NOT DESTROYED, not created by the run: the server reported %s as created, but the platform says it started before the run\n",
 			strings.Join(cl.NotCreated, ", "))
 	}
-	if err := r.cloud.tracker.writeErr(); err != nil {
+	if err := r.cloud.tracker.WriteErr(); err != nil {
 		fmt.Fprintf(w, "STATE FILE NOT UPDATED: %v: it may not list every sandbox the run created\n", err)
 	}
 	rec.mu.Lock()
@@ -146,15 +147,15 @@ func (rec *recorder) writeCloudSummary(w io.Writer) {
 	}
 }
 
-func cleanupStats(rr RunRecord, failed []string) *evidence.Cleanup {
+func cleanupStats(rr cloudstate.RunRecord, failed []string) *evidence.Cleanup {
 	c := &evidence.Cleanup{Tracked: len(rr.Sandboxes), Failed: failed}
 	for _, s := range rr.Sandboxes {
 		switch s.State {
-		case SandboxGone:
+		case cloudstate.SandboxGone:
 			c.Gone++
-		case SandboxDestroyed:
+		case cloudstate.SandboxDestroyed:
 			c.DestroyedByKit++
-		case SandboxNotCreated:
+		case cloudstate.SandboxNotCreated:
 			c.NotCreated = append(c.NotCreated, s.ID)
 		}
 	}
@@ -210,7 +211,7 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		m.ProviderID = sandbox.DefaultProviderID
 		m.APIHost = r.cloud.apiHost
 		m.Region = r.cloud.observedRegion()
-		m.Cleanup = cleanupStats(r.cloud.tracker.record(), failed)
+		m.Cleanup = cleanupStats(r.cloud.tracker.Record(), failed)
 		if evidence.IsLoopbackHost(m.APIHost) {
 			// The fake (or another stand-in) posing as a real provider:
 			// evidence about a loopback host, selected as a cloud run.

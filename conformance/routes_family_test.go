@@ -38,9 +38,9 @@ func TestRouteFamilyChild(t *testing.T) {
 	cfg := NewConfig()
 	switch os.Getenv(routesEnv) {
 	case "v1":
-		cfg.fakeRoutes = fakeprovider.V1Routes
+		cfg.setFakeRoutes(fakeprovider.V1Routes)
 	case "v2":
-		cfg.fakeRoutes = fakeprovider.V2Routes
+		cfg.setFakeRoutes(fakeprovider.V2Routes)
 	default:
 		t.Skip("run by TestReferenceServerRouteFamilies")
 	}

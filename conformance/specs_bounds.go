@@ -185,15 +185,29 @@ func (base validArgs) enumCases(field string, bad ...string) []boundsCase {
 }
 
 // advertisedProps returns the properties of the input schema the server
-// advertises for a contract tool, and whether it advertises the tool with
-// properties at all.
+// advertises for a contract tool, keyed by contract argument name (a tool
+// map's renamed arguments under their contract names), and whether it
+// advertises the tool with properties at all.
 func advertisedProps(tc *TestContext, tool string) (map[string]any, bool) {
 	t := tc.Advertised(tool)
 	if t == nil {
 		return nil, false
 	}
 	props, ok := schemaMap(t.InputSchema)["properties"].(map[string]any)
-	return props, ok
+	if !ok || tc.Config == nil {
+		return props, ok
+	}
+	out := make(map[string]any, len(props))
+	for k, v := range props {
+		out[k] = v
+	}
+	for contract, a := range tc.Config.adapter(tool).Args {
+		if v, has := props[a.Name]; has && a.Name != contract {
+			delete(out, a.Name)
+			out[contract] = v
+		}
+	}
+	return out, true
 }
 
 // advertisedMax returns the maximum the server advertises for a
@@ -223,6 +237,16 @@ func (tc *TestContext) applicableCases(tool string, cases []boundsCase) []bounds
 			out = append(out, c)
 		}
 	}
+	// Nor does a case send, beside its field, an argument the tool does
+	// not define (run_code's language for a tool without it): the call
+	// would be refused for that argument instead of the case's.
+	for i, c := range out {
+		for k := range c.args {
+			if _, has := props[k]; !has && k != c.field {
+				out[i].args = validArgs(out[i].args).without(k)
+			}
+		}
+	}
 	return out
 }
 
@@ -234,6 +258,8 @@ func (s *Session) expectRejected(ctx context.Context, tool string, cases []bound
 	ginkgo.GinkgoHelper()
 	tc := s.tc
 	cases = tc.applicableCases(tool, cases)
+	// Explicit IDs: the kit's own create_sandbox is not the rejected call's.
+	s.kitSandbox(ctx, tool)
 	var problems []string
 	failed := 0
 	for _, c := range cases {
@@ -276,8 +302,10 @@ func (s *Session) expectAccepted(ctx context.Context, tool string, argSets ...ma
 func (s *Session) expectUnchanged(ctx context.Context, live int, defaultID string) {
 	ginkgo.GinkgoHelper()
 	tc := s.tc
+	live += s.kitSandbox(ctx, "")
 	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(live), "rejected calls created a sandbox")
-	if tc.Advertised("get_sandbox") == nil {
+	if tc.Advertised("get_sandbox") == nil || (defaultID == "" && tc.Config.Profile != ProfileContract && tc.Config.Profile != "") {
+		// Without a default (GET-2) only a contract server must refuse.
 		return
 	}
 	tc.Fake.Journal().Reset()
@@ -483,7 +511,7 @@ func boundsSpecs() []Spec {
 		{
 			ID:    "bounds.read-file",
 			Title: "read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Rules: []string{"FILE-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"read_file"},
 			Body: boundsDataPlane("read_file",
 				func(*TestContext) []boundsCase {
@@ -498,7 +526,7 @@ func boundsSpecs() []Spec {
 		{
 			ID:    "bounds.write-file",
 			Title: "write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
+			Rules: []string{"FILE-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"write_file"},
 			Body: boundsDataPlane("write_file",
 				func(*TestContext) []boundsCase {

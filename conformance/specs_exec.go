@@ -71,6 +71,7 @@ func execSpecs() []Spec {
 			Tools: []string{"run_command"},
 			Title: "run_command runs in the given cwd with the given envs added to the environment",
 			Body: func(ctx context.Context, tc *TestContext) {
+				execExpectDefines(tc, "run_command", "EXEC-1", "cwd", "envs")
 				s := tc.Connect(ctx)
 				dir := scratchDir("cwd")
 				s.runCommand(ctx, "mkdir -p "+dir+"/inner")
@@ -92,6 +93,7 @@ func execSpecs() []Spec {
 			Tools: []string{"run_command"},
 			Title: "run_command fails promptly with a tool error of category timeout when the command outlives timeout, and kills it",
 			Body: func(ctx context.Context, tc *TestContext) {
+				execExpectDefines(tc, "run_command", "EXEC-1", "timeout")
 				s := tc.Connect(ctx)
 				dir := scratchDir("timeout")
 				s.runCommand(ctx, "mkdir -p "+dir) // the sandbox exists before the clock starts
@@ -315,4 +317,24 @@ func execExpectMissingInterpreterOr(tc *TestContext, r *Result, want, what strin
 	gomega.Expect(out.ExitCode).To(gomega.Equal(127),
 		"%s: without the interpreter the program cannot run: exit_code 127 (not found), not another status (stderr %q)", what, truncate(out.Stderr, 200))
 	gomega.Expect(out.Stdout).To(gomega.BeEmpty(), "%s: nothing ran, so no output", what)
+}
+
+// execExpectDefines fails the spec at once, saying so, when the tool's
+// advertised input schema lacks arguments the rule gives it (instead of
+// waiting out a timeout it never received, or failing on its effects).
+func execExpectDefines(tc *TestContext, tool, rule string, args ...string) {
+	ginkgo.GinkgoHelper()
+	props, ok := advertisedProps(tc, tool)
+	if !ok {
+		return
+	}
+	var missing []string
+	for _, a := range args {
+		if _, has := props[a]; !has {
+			missing = append(missing, a)
+		}
+	}
+	if len(missing) > 0 {
+		ginkgo.Fail(fmt.Sprintf("%s defines no %s argument, which %s gives it", tool, strings.Join(missing, ", "), rule))
+	}
 }

@@ -42,7 +42,7 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 		r.cloud = c
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
-		r.hub.routes = cfg.fakeRoutes
+		r.hub.routes = cfg.seam().fakeRoutes
 		r.hub.fresh()
 		// Every target reaches the fake over loopback, the in-process
 		// reference server too: its connections to the provider are then
@@ -54,7 +54,7 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 	}
 	switch cfg.Kind() {
 	case TargetInProcess:
-		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.breakage}
+		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.seam().breakage}
 		if !cfg.Cloud {
 			t.deadline, _ = cfg.providerDeadline()
 		}

@@ -125,19 +125,15 @@ func TestRun_TimeoutKillsTheProcess(t *testing.T) {
 // assertNoProcesses waits until the daemon runs no process.
 func assertNoProcesses(t *testing.T, h *harness) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		procs, err := h.envd.ListProcesses(context.Background())
-		if err != nil {
+	var procs []sandbox.ProcessInfo
+	if !waitUntil(5*time.Second, 10*time.Millisecond, func() bool {
+		var err error
+		if procs, err = h.envd.ListProcesses(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if len(procs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes still running: %+v", procs)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return len(procs) == 0
+	}) {
+		t.Fatalf("processes still running: %+v", procs)
 	}
 }
 
@@ -274,19 +270,14 @@ func TestBackground_BoundedBufferAndKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Wait for well more than the limit to have been produced.
-	deadline := time.Now().Add(5 * time.Second)
 	var o *sandbox.Output
-	for {
+	if !waitUntil(5*time.Second, 5*time.Millisecond, func() bool {
 		if o, err = p.ReadOutput(sandbox.Cursor{}, 0); err != nil {
 			t.Fatal(err)
 		}
-		if o.Next.Stdout > 4*limit {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d bytes after 5s", o.Next.Stdout)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return o.Next.Stdout > 4*limit
+	}) {
+		t.Fatalf("only %d bytes after 5s", o.Next.Stdout)
 	}
 	if !o.Dropped || len(o.Stdout) > limit || len(o.Stdout) == 0 || !o.Running {
 		t.Fatalf("dropped %v, %d bytes held, running %v", o.Dropped, len(o.Stdout), o.Running)
@@ -375,17 +366,15 @@ func TestBackground_StdinInput(t *testing.T) {
 	}
 	var got []byte
 	var cur sandbox.Cursor
-	deadline := time.Now().Add(5 * time.Second)
-	for !bytes.Equal(got, []byte("hello\n")) {
+	if !waitUntil(5*time.Second, 2*time.Millisecond, func() bool {
 		o, err := p.ReadOutput(cur, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
 		got, cur = append(got, o.Stdout...), o.Next
-		if time.Now().After(deadline) {
-			t.Fatalf("echoed %q", got)
-		}
-		time.Sleep(2 * time.Millisecond)
+		return bytes.Equal(got, []byte("hello\n"))
+	}) {
+		t.Fatalf("echoed %q", got)
 	}
 	if err := p.SendInput(ctx, []byte{0, 255, 'x'}); err != nil {
 		t.Fatal(err)
@@ -545,16 +534,9 @@ func TestBackground_NoGoroutineOutlivesItsProcess(t *testing.T) {
 		}
 	}
 	assertNoProcesses(t, h)
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		n := settle()
-		if n <= base {
-			break
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	n := 0
+	if !waitUntil(3*time.Second, 20*time.Millisecond, func() bool { n = settle(); return n <= base }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("%d goroutines, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -19,20 +19,10 @@ func BenchmarkControlPlane(b *testing.B) {
 	for _, where := range []string{"in-process", "loopback"} {
 		fake := fakeprovider.New(&fakeprovider.Options{SandboxLimit: 200}) // 100 listed, room for creates
 		b.Cleanup(fake.Close)
-		opts := &sandbox.Options{Getenv: func(k string) string {
-			return map[string]string{sandbox.EnvAPIKey: fake.APIKey()}[k]
-		}}
-		if where == "in-process" {
-			opts.HTTPClient = fake.HTTPClient()
-		} else {
-			url := fake.Start(b).URL()
-			get := opts.Getenv
-			opts.Getenv = func(k string) string {
-				if k == sandbox.EnvAPIURL {
-					return url
-				}
-				return get(k)
-			}
+		opts := fake.PlatformOptions()
+		if where == "loopback" {
+			opts.HTTPClient = nil
+			opts = withEnv(opts, sandbox.EnvAPIURL, fake.Start(b).URL())
 		}
 		p, err := sandbox.NewPlatform(opts)
 		if err != nil {

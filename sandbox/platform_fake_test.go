@@ -26,10 +26,7 @@ func inProcess(t *testing.T, opts *fakeprovider.Options) (*fakeprovider.Provider
 	opts.Canaries = true // errors must never carry the message canaries
 	fake := fakeprovider.New(opts)
 	t.Cleanup(fake.Close)
-	p, err := sandbox.NewPlatform(&sandbox.Options{
-		Getenv:     func(k string) string { return map[string]string{sandbox.EnvAPIKey: fake.APIKey()}[k] },
-		HTTPClient: fake.HTTPClient(),
-	})
+	p, err := fake.Platform()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,10 +235,7 @@ func TestPlatform_ErrorCategoriesFromFaults(t *testing.T) {
 
 func TestPlatform_UnauthenticatedAndLimits(t *testing.T) {
 	fake, _, _ := inProcess(t, &fakeprovider.Options{SandboxLimit: 2})
-	wrong, _ := sandbox.NewPlatform(&sandbox.Options{
-		Getenv:     func(k string) string { return map[string]string{sandbox.EnvAPIKey: "e2b_00000000"}[k] },
-		HTTPClient: fake.HTTPClient(),
-	})
+	wrong, _ := sandbox.NewPlatform(withEnv(fake.PlatformOptions(), sandbox.EnvAPIKey, "e2b_00000000"))
 	if _, err := wrong.List(context.Background(), nil); !errors.Is(err, sandbox.ErrUnauthenticated) {
 		t.Errorf("wrong key: %v", err)
 	}
@@ -330,21 +324,19 @@ func TestPlatform_QualifiedIDsRouteToTheirProvider(t *testing.T) {
 	}
 }
 
+// waitForNoConnections fails t unless servers hold no open connection
+// within 2 s.
 func waitForNoConnections(t *testing.T, servers ...*fakeprovider.Server) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		open := 0
+	open := 0
+	if !waitUntil(2*time.Second, 5*time.Millisecond, func() bool {
+		open = 0
 		for _, s := range servers {
 			open += s.OpenConnections()
 		}
-		if open == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d connections still open after a by-ID call", open)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return open == 0
+	}) {
+		t.Fatalf("%d connections still open after a by-ID call", open)
 	}
 }
 

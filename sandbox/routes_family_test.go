@@ -18,14 +18,12 @@ func familyPlatform(t *testing.T, family fakeprovider.RouteFamily, routes string
 	t.Helper()
 	fake := fakeprovider.New(&fakeprovider.Options{Clock: fakeprovider.NewFakeClock(epoch), Routes: family})
 	t.Cleanup(fake.Close)
-	p, err := sandbox.NewPlatform(&sandbox.Options{
-		Getenv: func(k string) string { return map[string]string{sandbox.EnvAPIKey: fake.APIKey()}[k] },
-		Config: &sandbox.Config{Providers: []sandbox.ProviderConfig{{
-			ID: sandbox.DefaultProviderID, APIURL: "https://api.e2b.app", Domain: sandbox.DefaultDomain,
-			APIKeyEnv: sandbox.EnvAPIKey, Routes: routes,
-		}}},
-		HTTPClient: fake.HTTPClient(),
-	})
+	opts := fake.PlatformOptions()
+	opts.Config = &sandbox.Config{Providers: []sandbox.ProviderConfig{{
+		ID: sandbox.DefaultProviderID, APIURL: fakeprovider.APIURL, Domain: sandbox.DefaultDomain,
+		APIKeyEnv: sandbox.EnvAPIKey, Routes: routes,
+	}}}
+	p, err := sandbox.NewPlatform(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sandboxkit/sandboxkit/conformance"
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -21,7 +22,7 @@ import (
 // newSweepCommand destroys what an interrupted cloud run left behind.
 func newSweepCommand() *cobra.Command {
 	var (
-		opts    conformance.SweepOptions
+		opts    cloudstate.SweepOptions
 		list    bool
 		orphans orphanSweepConfig
 	)
@@ -72,7 +73,8 @@ Examples:
 			if opts.RunID == "" {
 				return errors.New("--run ID is required (sweeping is per run); --list shows the runs")
 			}
-			res, err := conformance.Sweep(cmd.Context(), &opts)
+			opts.UserAgent = "sandboxkit-sweep/" + conformance.Version
+			res, err := cloudstate.Sweep(cmd.Context(), &opts)
 			if res != nil {
 				out := cmd.OutOrStdout()
 				for _, id := range res.Destroyed {
@@ -112,7 +114,7 @@ Examples:
 }
 
 func printRuns(cmd *cobra.Command, stateDir string) error {
-	runs, err := conformance.ListRuns(stateDir)
+	runs, err := cloudstate.ListRuns(stateDir)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/conformance"
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 	"github.com/sandboxkit/sandboxkit/server"
@@ -35,14 +36,14 @@ func TestSweepCommandAgainstLoopbackFake(t *testing.T) {
 	const gone = "sbxgone000000000000000"
 
 	host := strings.TrimPrefix(srv.URL(), "http://")
-	rec := conformance.RunRecord{
+	rec := cloudstate.RunRecord{
 		Format: 1, RunID: "cli-interrupted", KitVersion: conformance.Version, ProviderID: sandbox.DefaultProviderID,
 		APIHost: host, Host: "elsewhere", PID: 0, StartedAt: time.Now().UTC(),
-		Sandboxes: []conformance.TrackedSandbox{
-			{ID: left, Source: conformance.SourceCreate, State: conformance.SandboxAlive},
-			{ID: ext, Source: conformance.SourceKit, State: conformance.SandboxAlive},
-			{ID: gone, Source: conformance.SourceImplicit, State: conformance.SandboxAlive},
-			{ID: claimed, Source: conformance.SourceImplicit, State: conformance.SandboxAlive},
+		Sandboxes: []cloudstate.TrackedSandbox{
+			{ID: left, Source: cloudstate.SourceCreate, State: cloudstate.SandboxAlive},
+			{ID: ext, Source: cloudstate.SourceKit, State: cloudstate.SandboxAlive},
+			{ID: gone, Source: cloudstate.SourceImplicit, State: cloudstate.SandboxAlive},
+			{ID: claimed, Source: cloudstate.SourceImplicit, State: cloudstate.SandboxAlive},
 		},
 	}
 	state := t.TempDir()
@@ -75,7 +76,7 @@ func TestSweepCommandAgainstLoopbackFake(t *testing.T) {
 	if !slices.Equal(live, want) {
 		t.Errorf("live after the sweep: %v, want %v (the foreign and the claimed sandboxes)", live, want)
 	}
-	after, err := conformance.ReadRun(state, rec.RunID)
+	after, err := cloudstate.ReadRun(state, rec.RunID)
 	if err != nil || after.Alive() != 0 {
 		t.Errorf("state file after the sweep: %+v, %v", after, err)
 	}
