@@ -73,7 +73,7 @@ func Specs() []Spec {
 	for _, group := range [][]Spec{
 		protocolSpecs(), boundsSpecs(), boundsWithDefaultSpecs(), delegationSpecs(), defaultSpecs(), defaultConcurrentSpecs(),
 		renewalSpecs(), renewalEdgeSpecs(), leakageSpecs(), leakageTimeSpecs(), errorSpecs(), cleanupSpecs(), cleanupFaultSpecs(), cleanupEndSpecs(),
-		crashSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), cloudSpecs(),
+		crashSpecs(), execSpecs(), filesSpecs(), backgroundSpecs(), binarySpecs(), transferURLSpecs(), cloudSpecs(),
 	} {
 		all = append(all, group...)
 	}
