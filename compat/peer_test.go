@@ -121,7 +121,8 @@ func serveFloor(ctx context.Context, addr string) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	s := newFloor()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	// The body cap of our server's 16 MiB-decoded uploads (base64 and framing).
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{MaxRequestBodyBytes: 24 << 20})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	fmt.Fprintf(os.Stderr, "floor listening on http://%s/mcp\n", ln.Addr())
