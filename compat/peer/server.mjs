@@ -26,6 +26,7 @@ function newSession() {
   const server = new McpServer({ name: 'sandboxkit-ts-peer', version: '0.0.0' });
   const state = { default: null, owned: new Map(), policyMs: new Map(), bg: new Map(), closed: false };
   registerTools(server, state);
+  envelopeValidationErrors(server);
   const close = async () => {
     if (state.closed) return;
     state.closed = true;
@@ -35,9 +36,27 @@ function newSession() {
   return { server, close };
 }
 
+/**
+ * The SDK answers a call whose arguments fail the zod schema with a tool
+ * error whose text is zod's message (server/mcp.js validateToolInput ->
+ * createToolError). The contract wants its one error shape (ERR-2, VAL-6):
+ * this rewrites that text into it, naming the field and nothing else.
+ */
+function envelopeValidationErrors(server) {
+  const sdkError = server.createToolError.bind(server);
+  server.createToolError = (message) => {
+    if (!/Input validation error|Invalid arguments for tool/.test(message)) return sdkError(message);
+    const field = /Unrecognized keys?: "([^"]+)"/.exec(message)?.[1] ?? / at ([A-Za-z_][A-Za-z0-9_]*)/.exec(message)?.[1];
+    const error = { category: 'invalid_argument', ...(field && { field }), recovery: 'Fix the named argument and retry.' };
+    return { isError: true, content: [{ type: 'text', text: JSON.stringify({ error }) }] };
+  };
+}
+
 async function serveStdio() {
   const { server, close } = newSession();
-  const transport = new StdioServerTransport();
+  // The SDK's stdio transport drops a session whose message passes 10 MiB
+  // (shared/stdio.js STDIO_DEFAULT_MAX_BUFFER_SIZE); a 16 MiB upload is ~22 MB.
+  const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: 32 << 20 });
   transport.onclose = () => { close().finally(() => process.exit(0)); };
   process.stdin.on('end', () => transport.close());
   await server.connect(transport);
