@@ -59,6 +59,8 @@ async function serveStdio() {
   const transport = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: 32 << 20 });
   transport.onclose = () => { close().finally(() => process.exit(0)); };
   process.stdin.on('end', () => transport.close());
+  process.on('SIGTERM', () => transport.close());
+  process.on('SIGINT', () => transport.close());
   await server.connect(transport);
 }
 

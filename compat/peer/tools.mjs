@@ -29,15 +29,29 @@ class ToolError extends Error {
   }
 }
 
+// The category of an HTTP status (the fixed set of ERR-2).
+const byStatus = { 400: 'invalid_argument', 401: 'unauthenticated', 403: 'permission_denied', 404: 'not_found',
+  409: 'conflict', 429: 'rate_limited', 502: 'unavailable', 503: 'unavailable', 504: 'timeout' };
+const hints = {
+  invalid_argument: 'Fix the arguments.', unauthenticated: 'Check the server\'s API key.',
+  permission_denied: 'The API key may not do this.', not_found: 'Check the sandbox ID or path.',
+  conflict: 'The sandbox is in another state; read it with get_sandbox.', rate_limited: 'Retry later.',
+  unavailable: 'Retry later.', timeout: 'Retry, or raise the timeout.', provider_error: 'Retry; if it persists, check the provider.',
+};
+
 function categorize(err) {
   if (err instanceof ToolError) return err.body;
-  const status = typeof err?.statusCode === 'number' ? { http_status: err.statusCode } : {};
-  if (err instanceof SandboxNotFoundError || err instanceof NotFoundError) return { category: 'not_found', ...status, recovery: 'Check the sandbox ID or path.' };
-  if (err instanceof TimeoutError) return { category: 'timeout', ...status, recovery: 'Retry, or raise the timeout.' };
-  if (err instanceof AuthenticationError) return { category: 'unauthenticated', ...status, recovery: 'Check the server\'s API key.' };
-  if (err instanceof RateLimitError) return { category: 'rate_limited', ...status, recovery: 'Retry later.' };
-  if (err instanceof InvalidArgumentError) return { category: 'invalid_argument', ...status, recovery: 'Fix the arguments.' };
-  return { category: 'provider_error', ...status, recovery: 'Retry; if it persists, check the provider.' };
+  const status = typeof err?.statusCode === 'number' ? err.statusCode : undefined;
+  let category = byStatus[status];
+  if (!category) {
+    if (err instanceof SandboxNotFoundError || err instanceof NotFoundError) category = 'not_found';
+    else if (err instanceof TimeoutError) category = 'timeout';
+    else if (err instanceof AuthenticationError) category = 'unauthenticated';
+    else if (err instanceof RateLimitError) category = 'rate_limited';
+    else if (err instanceof InvalidArgumentError) category = 'invalid_argument';
+    else category = status === undefined || status >= 500 ? 'provider_error' : 'invalid_argument';
+  }
+  return { category, ...(status !== undefined && { http_status: status }), recovery: hints[category] };
 }
 
 function ok(value) {
@@ -100,10 +114,10 @@ function registerLifecycle(server, st) {
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
   }, guarded(async (a) => {
     const id = a.sandbox_id ?? st.default?.sandboxId ?? noDefault();
-    const found = st.owned.has(id) ? await st.owned.get(id).kill().then(() => true) : await Sandbox.kill(id);
+    const found = await Sandbox.kill(id); // false on 404 (e2b dist/index.mjs Sandbox.kill)
     st.owned.delete(id);
     if (st.default?.sandboxId === id) st.default = null;
-    if (!found) throw new ToolError('not_found', { field: 'sandbox_id', recovery: 'The sandbox is gone.' });
+    if (!found) throw new ToolError('not_found', { http_status: 404, field: 'sandbox_id', recovery: hints.not_found });
     return { success: true, sandbox_id: id };
   }));
 
@@ -259,7 +273,7 @@ function registerFiles(server, st) {
     }).strict(), annotations: ro,
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const list = await sbx.files.list(a.path, { depth: a.depth ?? 1 });
-    const entries = list.map((e) => ({ name: e.name, path: e.path, type: e.type === 'dir' ? 'directory' : e.type, size: e.size }));
+    const entries = list.map((e) => ({ name: e.name, path: e.path, type: e.symlinkTarget ? 'symlink' : e.type === 'dir' ? 'directory' : e.type, size: e.size }));
     return { entries, truncated: false };
   })));
 
@@ -302,7 +316,7 @@ function registerBackground(server, st) {
     annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const handle = await sbx.commands.run(a.command, { background: true, cwd: a.cwd, envs: a.envs, timeoutMs: 0 });
-    const cmd = { handle, done: false };
+    const cmd = { handle, done: false, sandboxId: st.owned.has(sbx.sandboxId) ? sbx.sandboxId : undefined };
     handle.wait().catch(() => {}).finally(() => { cmd.done = true; });
     const id = `bg-${randomBytes(8).toString('hex')}`;
     st.bg.set(id, cmd);
@@ -324,6 +338,8 @@ function registerBackground(server, st) {
   }, guarded(async (a) => {
     const cmd = st.bg.get(a.command_id);
     if (!cmd) throw unknown();
+    const owner = st.owned.get(cmd.sandboxId);
+    if (owner) await owner.setTimeout(st.policyMs.get(cmd.sandboxId)).catch(() => {}); // RENEW-1
     const [o, e] = (a.cursor ?? '0.0').split('.').map(Number);
     const max = a.max_bytes ?? 65536;
     const out = Buffer.from(cmd.handle.stdout).subarray(o, o + max);
@@ -344,6 +360,8 @@ function registerBackground(server, st) {
     const cmd = st.bg.get(a.command_id);
     if (!cmd) throw unknown();
     await cmd.handle.kill();
+    const owner = st.owned.get(cmd.sandboxId);
+    if (owner) await owner.setTimeout(st.policyMs.get(cmd.sandboxId)).catch(() => {}); // RENEW-1
     return { success: true };
   }));
 }
