@@ -339,7 +339,7 @@ func (f *conformFlags) runSerial(cmd *cobra.Command, cfg *conformance.Config) (b
 	}
 	f.run.Summary = console
 	ok := conformance.RunWith(t, cfg, &f.run)
-	fmt.Fprintf(console, "details of every spec (Ginkgo's output: failures in full, with transcripts and server logs): %s\n", file.Name())
+	fmt.Fprintf(console, "%s: %s\n", detailsNote, file.Name())
 	if err := restore(); err != nil {
 		return false, err
 	}

@@ -7,6 +7,9 @@ import (
 	"strings"
 )
 
+// detailsNote heads the console's last line, the details file's path.
+const detailsNote = "details of every spec (Ginkgo's output: failures in full, with transcripts and server logs)"
+
 // detailsName is the details file's name next to a report.
 const detailsName = "sandboxkit-details.log"
 

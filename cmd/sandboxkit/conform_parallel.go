@@ -133,7 +133,8 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	stdout := cmd.OutOrStdout()
 	merged, ok := mergeReports(results, time.Since(start))
 	conformance.WriteBanner(stdout, merged)
-	if err := writeDetails(stdout, f, results); err != nil {
+	details, err := writeDetails(stdout, f, results)
+	if err != nil {
 		return err
 	}
 	conformance.WriteSummary(stdout, merged)
@@ -145,6 +146,7 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 		ok = false
 	}
 	fmt.Fprintf(stdout, "%d processes, %v\n", procs, merged.RunTime.Round(10*time.Millisecond))
+	fmt.Fprintf(stdout, "%s: %s\n", detailsNote, details)
 	var errs []error
 	if f.run.JUnitReport != "" {
 		errs = append(errs, reporters.GenerateJUnitReport(merged, f.run.JUnitReport))
@@ -258,11 +260,12 @@ func reportNote(r *shardResult) string {
 // writeDetails writes every process's own output (Ginkgo's full block for
 // each failed spec, with its transcript and the server's log) to the
 // details file, and with --verbose to the console too; the console gets
-// the file's path and the output of each process that crashed.
-func writeDetails(stdout io.Writer, f *conformFlags, results []*shardResult) error {
+// the end of the output of each process that crashed. It returns the
+// file's path.
+func writeDetails(stdout io.Writer, f *conformFlags, results []*shardResult) (string, error) {
 	file, err := openDetails(f)
 	if err != nil {
-		return err
+		return "", err
 	}
 	for i, r := range results {
 		head := fmt.Sprintf("--- process %d of %d\n", i+1, len(results))
@@ -276,8 +279,7 @@ func writeDetails(stdout io.Writer, f *conformFlags, results []*shardResult) err
 		}
 	}
 	if err := file.Close(); err != nil {
-		return fmt.Errorf("details file: %w", err)
+		return "", fmt.Errorf("details file: %w", err)
 	}
-	fmt.Fprintf(stdout, "details of every spec (Ginkgo's output: failures in full, with transcripts and server logs): %s\n", file.Name())
-	return nil
+	return file.Name(), nil
 }
