@@ -84,6 +84,12 @@ Output: the run opens with the tools found, mapped (--tool-map) and missing,
 and closes with the summary: failures grouped by first cause (a cause several
 specs share is printed once, with the specs), why specs were skipped, and how
 the stdio server's processes ended (exited on EOF, needed SIGTERM, killed).
+The console holds only that report; Ginkgo's full output (each failed spec's
+block, with its transcript and the server's log) goes to a details file the
+last line names (--details-file; by default next to --json-report or
+--junit-report, else in the temporary directory), or with --verbose to the
+console. The JUnit and JSON reports are unchanged. A process of a parallel
+run that ends other than with status 0 is a run error naming it.
 Against the fake every spec ends with a leak check that needs no tool names:
 a sandbox the spec's sessions created that still runs after they closed and
 the settle time fails the spec once as SESSION-1, with its ID and the call
