@@ -122,7 +122,7 @@ func atLeast(v string, min [3]int) bool {
 }
 
 // buildSandboxkit builds cmd/sandboxkit into a temporary folder.
-func buildSandboxkit(t *testing.T) string {
+func buildSandboxkit(t testing.TB) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "sandboxkit")
 	gobin, err := exec.LookPath("go")

@@ -60,6 +60,11 @@ type ResultAdapter struct {
 	// (structuredContent, text-json) or to a regular expression with one
 	// group (pattern).
 	Fields map[string]string
+	// Scales divides a numeric result member by its scale on the way
+	// back, keyed by contract field: 1000 reads the server's milliseconds
+	// as the contract's seconds (the inverse of [ArgAdapter].Scale). Not
+	// with [ResultPattern], whose values are strings.
+	Scales map[string]float64
 
 	patterns map[string]*regexp.Regexp
 }
@@ -129,16 +134,53 @@ func parseToolEntry(data json.RawMessage) (ToolAdapter, error) {
 			a.Result.From = from
 		} else {
 			var o struct {
-				From   string            `json:"from"`
-				Fields map[string]string `json:"fields"`
+				From   string                     `json:"from"`
+				Fields map[string]json.RawMessage `json:"fields"`
 			}
 			if err := strictDecode(e.Result, &o); err != nil {
 				errs = append(errs, fmt.Errorf(`result: want %q, %q or {"from", "fields"}: %w`, ResultStructured, ResultTextJSON, err))
 			}
-			a.Result.From, a.Result.Fields = o.From, o.Fields
+			a.Result.From = o.From
+			errs = append(errs, a.Result.parseFields(o.Fields))
 		}
 	}
 	return a, errors.Join(errs...)
+}
+
+// parseFields reads a result's "fields": each contract field maps to the
+// server's member name (or pattern), or to {"name", "scale"}.
+func (r *ResultAdapter) parseFields(fields map[string]json.RawMessage) error {
+	var errs []error
+	for _, f := range mapKeysSorted(fields) {
+		var name string
+		if json.Unmarshal(fields[f], &name) == nil {
+			r.setField(f, name, 0)
+			continue
+		}
+		var o struct {
+			Name  string  `json:"name"`
+			Scale float64 `json:"scale"`
+		}
+		if err := strictDecode(fields[f], &o); err != nil {
+			errs = append(errs, fmt.Errorf(`result field %q: want the server's member name or {"name", "scale"}: %w`, f, err))
+			continue
+		}
+		r.setField(f, o.Name, o.Scale)
+	}
+	return errors.Join(errs...)
+}
+
+func (r *ResultAdapter) setField(field, name string, scale float64) {
+	if r.Fields == nil {
+		r.Fields = map[string]string{}
+	}
+	r.Fields[field] = name
+	if scale != 0 {
+		if r.Scales == nil {
+			r.Scales = map[string]float64{}
+		}
+		r.Scales[field] = scale
+	}
 }
 
 func (a *ToolAdapter) setArg(name string, arg ArgAdapter) {
@@ -179,6 +221,19 @@ func validateToolMap(m map[string]ToolAdapter) error {
 			}
 		}
 		r := &a.Result
+		for _, f := range mapKeysSorted(r.Scales) {
+			switch {
+			case r.Scales[f] <= 0:
+				bad("result field %q: scale %v must be positive", f, r.Scales[f])
+			case r.From == ResultPattern:
+				bad(`result field %q: a scale needs a number, and "pattern" reads strings`, f)
+			}
+		}
+		for _, f := range mapKeysSorted(r.Fields) {
+			if r.Fields[f] == "" {
+				bad("result field %q maps to an empty name", f)
+			}
+		}
 		switch r.From {
 		case "", ResultStructured, ResultTextJSON:
 		case ResultPattern:
@@ -307,22 +362,15 @@ func (a ToolAdapter) normalise(r *Result) {
 	}
 	for contract, server := range a.Result.Fields {
 		if v, ok := r.Structured[server]; ok && server != contract {
-			r.Structured[contract] = a.unscale(contract, server, v)
+			r.Structured[contract] = v
 			delete(r.Structured, server)
 		}
 	}
-}
-
-// unscale turns a result value back into contract units when the result
-// field has the server name of a scaled argument (timeoutMs for timeout,
-// scale 1000: 120000 is 120 s).
-func (a ToolAdapter) unscale(contract, server string, v any) any {
-	x, ok := a.Args[contract]
-	n, isNum := v.(float64)
-	if !ok || !isNum || x.Name != server || x.Scale == 0 || x.Scale == 1 {
-		return v
+	for contract, scale := range a.Result.Scales {
+		if n, ok := r.Structured[contract].(float64); ok && scale > 0 {
+			r.Structured[contract] = n / scale
+		}
 	}
-	return n / x.Scale
 }
 
 // textObject parses a text block holding one JSON object.

@@ -2,13 +2,12 @@ package conformance
 
 import "testing"
 
-// A result field that is a scaled argument's server name is read back in
-// contract units: set_sandbox_timeout answering timeoutMs 120000 for a
+// A result field mapped with a scale is read back in contract units: set_sandbox_timeout answering timeoutMs 120000 for a
 // timeout of 120 s is TIMEOUT-7's {"timeout": 120}, not a failure.
 func TestToolMapUnscalesResultFields(t *testing.T) {
 	m, err := ParseToolMap([]byte(`{"set_sandbox_timeout": {"name": "setTimeout",
 		"args": {"sandbox_id": "sandboxId", "timeout": {"name": "timeoutMs", "scale": 1000}},
-		"result": {"fields": {"sandbox_id": "sandboxId", "timeout": "timeoutMs", "success": "ok"}}}}`))
+		"result": {"fields": {"sandbox_id": "sandboxId", "timeout": {"name": "timeoutMs", "scale": 1000}, "success": "ok"}}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
 // ExpectedFailure is one entry of a run's baseline: a spec ID (such as
@@ -122,6 +123,34 @@ func (tc *TestContext) reportFindings() {
 	}
 }
 
+// runFindings gathers the run's findings from its report: one per rule,
+// with the tools that showed it and the specs that ran into it, sorted.
+func runFindings(r ginkgo.Report) []evidence.Finding {
+	tools, specs := map[string][]string{}, map[string][]string{}
+	for _, sr := range r.SpecReports {
+		_, id, _ := classify(sr.Labels())
+		for _, e := range sr.ReportEntries {
+			if e.Name != findingEntry {
+				continue
+			}
+			rule, tool, _ := strings.Cut(e.StringRepresentation(), " ")
+			if !slices.Contains(tools[rule], tool) {
+				tools[rule] = append(tools[rule], tool)
+			}
+			if !slices.Contains(specs[rule], id) {
+				specs[rule] = append(specs[rule], id)
+			}
+		}
+	}
+	var out []evidence.Finding
+	for _, rule := range mapKeysSorted(tools) {
+		slices.Sort(tools[rule])
+		slices.Sort(specs[rule])
+		out = append(out, evidence.Finding{Rule: rule, Tools: tools[rule], Specs: specs[rule], Text: findingText[rule]})
+	}
+	return out
+}
+
 // findingText says what a rule's run finding means.
 var findingText = map[string]string{
 	"TOOLS-3": "successes without structuredContent (the kit read the JSON in their text block instead)",
@@ -142,21 +171,12 @@ func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
 		msg   string
 	}
 	var specs []spec
-	findings := map[string][]string{} // "RULE tool" -> spec IDs
 	for _, sr := range r.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			continue
 		}
 		_, id, rules := classify(sr.Labels())
 		specs = append(specs, spec{id, rules, sr.State, sr.Failure.Message})
-		for _, e := range sr.ReportEntries {
-			if e.Name == findingEntry {
-				k := e.StringRepresentation()
-				if !slices.Contains(findings[k], id) {
-					findings[k] = append(findings[k], id)
-				}
-			}
-		}
 	}
 	expected := map[string]string{}
 	for _, e := range cfg.ExpectedFailures {
@@ -181,21 +201,9 @@ func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
 	var unexpected []string
 
 	// Findings: one line per rule, naming the tools and the specs.
-	byRule := map[string][]string{}
-	specsOf := map[string][]string{}
-	for _, k := range mapKeysSorted(findings) {
-		rule, tool, _ := strings.Cut(k, " ")
-		byRule[rule] = append(byRule[rule], tool)
-		for _, id := range findings[k] {
-			if !slices.Contains(specsOf[rule], id) {
-				specsOf[rule] = append(specsOf[rule], id)
-			}
-		}
-	}
-	for _, rule := range mapKeysSorted(byRule) {
-		ids := specsOf[rule]
-		sort.Strings(ids)
-		line := fmt.Sprintf("%s: %s: %s; seen in %d %s (%s)", rule, strings.Join(byRule[rule], ", "), findingText[rule],
+	for _, f := range runFindings(r) {
+		rule, ids := f.Rule, f.Specs
+		line := fmt.Sprintf("%s: %s: %s; seen in %d %s (%s)", rule, strings.Join(f.Tools, ", "), f.Text,
 			len(ids), countNoun(len(ids), "spec", "specs"), truncate(strings.Join(ids, ", "), 300))
 		if _, ok := expected[rule]; ok {
 			hit[rule], ran[rule] = true, true

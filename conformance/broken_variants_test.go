@@ -7,12 +7,15 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/server"
 )
 
@@ -43,6 +46,9 @@ var focusedSpecs = map[string][]string{
 	"pools-by-id-connections":    {"delegation.by-id-releases-connections"},
 	"ignores-idle-timeout":       {"cleanup.idle-timeout"},
 	"shutdown-skips-cleanup":     {"cleanup.shutdown"},
+	"url-never-expires":          {"binary.url-expires"},
+	"url-carries-access-token":   {"binary.url-no-secrets"},
+	"url-for-other-path":         {"binary.url-download-round-trip", "binary.url-upload-round-trip"},
 }
 
 // brokenVariants are the kit's power test: each must make at least one
@@ -75,6 +81,9 @@ func brokenVariants() []brokenVariant {
 		{"read-file-drops-last-byte", FamilyFiles, "drops the last byte of read_file content", readFileDropsLastByte},
 		{"loses-background-output", FamilyBackground, "drops a byte of every background output read", losesBackgroundOutput},
 		{"corrupts-download", FamilyBinary, "flips a byte of downloaded data", corruptsDownload},
+		{"url-never-expires", FamilyBinary, "signs transfer URLs without an expiration", urlNeverExpires},
+		{"url-carries-access-token", FamilyBinary, "puts the envd access token into transfer URLs", urlCarriesAccessToken},
+		{"url-for-other-path", FamilyBinary, "signs transfer URLs for a sibling of the path asked for", urlForOtherPath},
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
 		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
 	}
@@ -688,3 +697,116 @@ func shutdownSkipsCleanup() *breakage {
 		},
 	}
 }
+
+// tokenBook remembers the envd access tokens the provider hands the server
+// (create and connect answers), so that a transfer-URL variant can sign
+// URLs as a server that got its signing wrong would.
+type tokenBook struct {
+	mu     sync.Mutex
+	tokens []string
+}
+
+// capture wraps the server's transport to read every envdAccessToken.
+func (b *tokenBook) capture(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(r)
+		if err != nil || r.Method != http.MethodPost || !strings.Contains(r.URL.Path, "sandboxes") {
+			return resp, err
+		}
+		data, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		var body struct {
+			Token string `json:"envdAccessToken"`
+		}
+		if json.Unmarshal(data, &body) == nil && body.Token != "" {
+			b.mu.Lock()
+			b.tokens = append(b.tokens, body.Token)
+			b.mu.Unlock()
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(data))
+		return resp, nil
+	})
+}
+
+// signer finds the token that signed a /files URL's query.
+func (b *tokenBook) signer(q url.Values, op string) (string, bool) {
+	var exp *int64
+	if v, err := strconv.ParseInt(q.Get("signature_expiration"), 10, 64); err == nil {
+		exp = &v
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.tokens {
+		if fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), t, exp) == q.Get("signature") {
+			return t, true
+		}
+	}
+	return "", false
+}
+
+// editTransferURLs rewrites the url of every url-form result: edit gets the
+// query, the operation it is signed for and the signing token.
+func editTransferURLs(edit func(q url.Values, op, token string)) func() *breakage {
+	return func() *breakage {
+		book := &tokenBook{}
+		return &breakage{
+			transport: book.capture,
+			middleware: func(breakEnv) mcp.Middleware {
+				return func(next mcp.MethodHandler) mcp.MethodHandler {
+					return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+						res, err := next(ctx, method, req)
+						name, _, ok := toolCall(method, req)
+						if !ok || err != nil || (name != "upload_file" && name != "download_file") {
+							return res, err
+						}
+						op := fakeenvd.SignRead
+						if name == "upload_file" {
+							op = fakeenvd.SignWrite
+						}
+						editToolResult(res, func(m map[string]any) {
+							raw, _ := m["url"].(string)
+							u, perr := url.Parse(raw)
+							if raw == "" || perr != nil {
+								return
+							}
+							q := u.Query()
+							if token, ok := book.signer(q, op); ok {
+								edit(q, op, token)
+								u.RawQuery = q.Encode()
+								m["url"] = u.String()
+							}
+						})
+						return res, err
+					}
+				}
+			},
+		}
+	}
+}
+
+// urlNeverExpires signs its transfer URLs without signature_expiration
+// (a capability that never expires), though it still reports an expires_at
+// (BIN-3).
+var urlNeverExpires = editTransferURLs(func(q url.Values, op, token string) {
+	q.Del("signature_expiration")
+	q.Set("signature", fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), token, nil))
+})
+
+// urlCarriesAccessToken passes the envd access token along in the URL, as
+// if the signature alone were not enough (BIN-3, META-4).
+var urlCarriesAccessToken = editTransferURLs(func(q url.Values, _, token string) {
+	q.Set("access_token", token)
+})
+
+// urlForOtherPath signs its transfer URLs for a sibling of the path the
+// caller asked for, as a server that resolved the path itself would
+// (BIN-3): a valid URL, for the wrong file.
+var urlForOtherPath = editTransferURLs(func(q url.Values, op, token string) {
+	p := q.Get("path") + ".part"
+	q.Set("path", p)
+	var exp *int64
+	if v, err := strconv.ParseInt(q.Get("signature_expiration"), 10, 64); err == nil {
+		exp = &v
+	}
+	q.Set("signature", fakeenvd.FileSignature(p, op, q.Get("username"), token, exp))
+})

@@ -51,6 +51,9 @@ const (
 // platform its environment names, over stdio or Streamable HTTP, for cloud
 // runs against a server command.
 func TestMain(m *testing.M) {
+	if os.Getenv(msServerEnv) != "" {
+		os.Exit(serveMillisecondsForTests())
+	}
 	if os.Getenv(stdioServerEnv) != "" {
 		os.Exit(serveStdioForTests())
 	}

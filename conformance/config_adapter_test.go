@@ -52,7 +52,21 @@ func TestConfigToolMap(t *testing.T) {
 		t.Errorf("structuredContent members are renamed, the result as it arrived kept: %v %s", r.Structured, r.structured)
 	}
 
+	m, err = ParseToolMap([]byte(`{"set_sandbox_timeout": {"result": {"fields": {"sandbox_id": "sandboxId", "timeout": {"name": "timeoutMs", "scale": 1000}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = &Result{arrived: true, structured: json.RawMessage(`{}`), Structured: map[string]any{"success": true, "sandboxId": "s1", "timeoutMs": 120000.0}}
+	m["set_sandbox_timeout"].normalise(r)
+	if r.Structured["timeout"] != 120.0 || r.Structured["sandbox_id"] != "s1" || len(r.Structured) != 3 {
+		t.Errorf("a result member in milliseconds is read back as the contract's seconds: %v", r.Structured)
+	}
+
 	for _, c := range []struct{ file, want string }{
+		{`{"get_sandbox": {"result": {"fields": {"timeout": {"name": "t", "scale": -1}}}}}`, `result field "timeout": scale -1 must be positive`},
+		{`{"get_sandbox": {"result": {"fields": {"timeout": {"name": "t", "unit": "ms"}}}}}`, `result field "timeout": want the server's member name or {"name", "scale"}`},
+		{`{"get_sandbox": {"result": {"fields": {"timeout": {"scale": 1000}}}}}`, `result field "timeout" maps to an empty name`},
+		{`{"get_sandbox": {"result": {"from": "pattern", "fields": {"timeout": {"name": "T: ([0-9]+)", "scale": 1000}}}}}`, `a scale needs a number, and "pattern" reads strings`},
 		{`{"no_such_tool": "x"}`, `entry "no_such_tool": not a contract tool`},
 		{`{"run_command": {"name": "x", "argz": {}}}`, `entry "run_command": want the server's tool name or an object`},
 		{`{"read_file": {"result": {"from": "pattern", "fields": {"content": "("}}}}`, `entry "read_file": result field "content": bad regular expression`},

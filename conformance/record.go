@@ -186,6 +186,9 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		StartedAt:   rec.started,
 		EndedAt:     time.Now().UTC(),
 		Config:      cfg.redacted(),
+		// A finding fails no spec: the bundle carries it, and its status
+		// says the run did not pass.
+		Findings: runFindings(report),
 	}
 	if cfg.Kind() == TargetHTTP && len(cfg.ServerCommand) == 0 {
 		m.Config["server_log"] = "not captured: the server was already running (the kit did not start it)"

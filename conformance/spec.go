@@ -110,7 +110,7 @@ func registrations() []registration {
 		{family: FamilyExec, specs: lists(execSpecs)},
 		{family: FamilyFiles, specs: lists(filesSpecs)},
 		{family: FamilyBackground, specs: lists(backgroundSpecs)},
-		{family: FamilyBinary, specs: lists(binarySpecs)},
+		{family: FamilyBinary, specs: lists(binarySpecs, transferURLSpecs)},
 		{family: FamilyCloud, defaults: Spec{CloudOnly: true}, before: cloudModeOnly, specs: lists(cloudSpecs)},
 	}
 }

@@ -96,6 +96,8 @@ type failureGroup struct {
 	// details holds one line per spec where each spec's message says more
 	// than the cause (the leak check's IDs).
 	details []string
+	// args are the refused arguments of a refusal group (see firstCause).
+	args []string
 }
 
 var (
@@ -112,8 +114,12 @@ func causeKey(line string) string {
 // knownCause is a first cause the summary recognises in any spec's
 // failure message, with what it says instead.
 type knownCause struct {
-	re   *regexp.Regexp
-	text func(m []string) string
+	re *regexp.Regexp
+	// refusal marks the cause whose match is a tool (m[1]) and the
+	// arguments its schema refuses (m[2]): one group per tool, listing
+	// every argument any spec met.
+	refusal bool
+	text    func(m []string) string
 }
 
 // knownCauses are causes that show through many specs' messages: a tool's
@@ -122,21 +128,32 @@ type knownCause struct {
 func knownCauses() []knownCause {
 	tools := strings.Join(ContractTools(), "|")
 	return []knownCause{
-		{regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), func(m []string) string {
-			return fmt.Sprintf("%s's input schema refuses the argument(s) %s that the contract gives it (unexpected additional properties): "+
-				"the tool takes other argument names (map them with --tool-map) or lacks the arguments", m[1], sortedFields(strings.ReplaceAll(m[2], `"`, "")))
+		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), refusal: true, text: func(m []string) string {
+			return refusalText(m[1], refusedArgs(m[2]))
 		}},
-		{regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), func(m []string) string {
+		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), text: func(m []string) string {
 			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
 		}},
 	}
 }
 
-// sortedFields returns s's space-separated words sorted, joined by ", ".
-func sortedFields(s string) string {
-	f := strings.Fields(s)
-	slices.Sort(f)
-	return strings.Join(f, ", ")
+// refusalText is the cause of a tool whose input schema refuses args.
+func refusalText(tool string, args []string) string {
+	return fmt.Sprintf("%s's input schema refuses the argument(s) %s that the contract gives it (unexpected additional properties): "+
+		"the tool takes other argument names (map them with --tool-map) or lacks the arguments", tool, strings.Join(args, ", "))
+}
+
+// refusedArgs returns the argument names of an "unexpected additional
+// properties" list, sorted, without the ones the kit sends to be refused.
+func refusedArgs(list string) []string {
+	var args []string
+	for _, a := range strings.Fields(strings.ReplaceAll(list, `"`, "")) {
+		if !strings.HasPrefix(a, "zq_") && !slices.Contains(args, a) {
+			args = append(args, a)
+		}
+	}
+	slices.Sort(args)
+	return args
 }
 
 // kitBait reports whether a known cause's match names only arguments the
@@ -158,13 +175,20 @@ func kitBait(m []string) bool {
 // cause: a known cause in any of its lines (a message of several problems
 // lists one a line), else its first problem line, grouped with the lines
 // that differ from it only in IDs and numbers.
-func firstCause(msg string) (key, cause string) {
+//
+// A tool's refused arguments are one cause, whichever of them a message
+// names: the key is the tool's, and args are the arguments this message
+// names (the group lists them all).
+func firstCause(msg string) (key, cause string, args []string) {
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
 	for _, kc := range knownCauses() {
 		for _, l := range lines {
 			if m := kc.re.FindStringSubmatch(l); m != nil && !kitBait(m) {
 				text := kc.text(m)
-				return "known:" + text, text
+				if kc.refusal {
+					return refusalPrefix + m[1], text, refusedArgs(m[2])
+				}
+				return "known:" + text, text, nil
 			}
 		}
 	}
@@ -179,8 +203,11 @@ func firstCause(msg string) (key, cause string) {
 	if _, rest, ok := strings.Cut(first, ": "); ok {
 		key = rest
 	}
-	return "msg:" + causeKey(key), first
+	return "msg:" + causeKey(key), first, nil
 }
+
+// refusalPrefix begins the group key of a tool's refused arguments.
+const refusalPrefix = "refuses:"
 
 // firstLine is the first line of a failure message, trimmed.
 func firstLine(msg string) string {
@@ -209,12 +236,21 @@ func entryValue(sr types.SpecReport, name string) string {
 func writeFailures(w io.Writer, r ginkgo.Report) {
 	groups := map[string]*failureGroup{}
 	var order []string
-	add := func(key, cause, id string, rules []string, detail string) {
+	add := func(key, cause, id string, rules []string, detail string, args ...string) {
 		g := groups[key]
 		if g == nil {
 			g = &failureGroup{cause: cause}
 			groups[key] = g
 			order = append(order, key)
+		}
+		for _, a := range args {
+			if !slices.Contains(g.args, a) {
+				g.args = append(g.args, a)
+			}
+		}
+		if tool, ok := strings.CutPrefix(key, refusalPrefix); ok {
+			slices.Sort(g.args)
+			g.cause = refusalText(tool, g.args)
 		}
 		g.specs = append(g.specs, id)
 		for _, rule := range rules {
@@ -250,8 +286,8 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 				if cause := entryValue(sr, causeEntry); cause != "" {
 					add("cause:"+cause, cause, id, nil, "")
 				} else {
-					key, cause := firstCause(msg)
-					add(key, cause, id, rules, "")
+					key, cause, args := firstCause(msg)
+					add(key, cause, id, rules, "", args...)
 				}
 			}
 			primary = false

@@ -110,10 +110,45 @@ type Manifest struct {
 	EndedAt   time.Time `json:"ended_at"`
 	// Totals count the results; [Write] computes them.
 	Totals Totals `json:"totals"`
+	// Findings are the run's defects that the kit reports once for the
+	// run instead of in every spec that ran into them: a run with one does
+	// not pass, even when every spec did.
+	Findings []Finding `json:"findings,omitempty"`
+	// Status is [StatusPassed] when no spec failed and nothing was found,
+	// else [StatusFailed]; [Write] computes it. Bundles written before
+	// it existed have none.
+	Status string `json:"status,omitempty"`
 	// Cleanup accounts for the sandboxes a cloud run created.
 	Cleanup *Cleanup `json:"cleanup,omitempty"`
 	// Config is the run's configuration, redacted.
 	Config map[string]any `json:"config"`
+}
+
+// The statuses of a run (see [Manifest].Status).
+const (
+	StatusPassed = "passed"
+	StatusFailed = "failed"
+)
+
+// Finding is a defect of the whole run, reported once (TOOLS-3: results
+// without structuredContent, which the kit read from their text block).
+type Finding struct {
+	// Rule is the contract rule the finding breaks.
+	Rule string `json:"rule"`
+	// Tools are the server's tools that showed it.
+	Tools []string `json:"tools"`
+	// Specs are the specs that ran into it.
+	Specs []string `json:"specs"`
+	// Text says what was found.
+	Text string `json:"text"`
+}
+
+// RunStatus is the status of a run with these totals and findings.
+func RunStatus(t Totals, findings []Finding) string {
+	if t.Failed > 0 || len(findings) > 0 {
+		return StatusFailed
+	}
+	return StatusPassed
 }
 
 // Server identifies the server under test.
@@ -300,6 +335,7 @@ func render(b *Bundle) (map[string][]byte, error) {
 	m := b.Manifest
 	m.Format = FormatVersion
 	m.Totals = Count(b.Results)
+	m.Status = RunStatus(m.Totals, m.Findings)
 	if m.Config == nil {
 		m.Config = map[string]any{}
 	}

@@ -125,6 +125,7 @@ func summaryMarkdown(m Manifest, results []SpecResult) []byte {
 		fmt.Fprintf(&b, "> verifies as cloud evidence.\n\n")
 	}
 	fmt.Fprintf(&b, "**%d passed, %d failed, %d skipped.**\n\n", t.Passed, t.Failed, t.Skipped)
+	writeFindings(&b, m)
 	b.WriteString("## Provenance\n\n| field | value |\n|---|---|\n")
 	row := func(k, v string) { fmt.Fprintf(&b, "| %s | %s |\n", k, mdCell(orDash(v))) }
 	row("mode", string(m.Mode))
@@ -193,4 +194,20 @@ func orDash(s string) string {
 func mdCell(s string) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	return strings.ReplaceAll(s, "|", `\|`)
+}
+
+// writeFindings states the run's status and lists its findings, which no
+// spec's result shows.
+func writeFindings(b *bytes.Buffer, m Manifest) {
+	if m.Status != "" {
+		fmt.Fprintf(b, "**Status: %s.**\n\n", m.Status)
+	}
+	if len(m.Findings) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## Findings\n\nReported once for the run; a run with a finding does not pass, even when every spec did.\n\n| rule | tools | what | specs |\n|---|---|---|---|\n")
+	for _, f := range m.Findings {
+		fmt.Fprintf(b, "| %s | %s | %s | %s |\n", mdCell(f.Rule), mdCell(strings.Join(f.Tools, ", ")), mdCell(f.Text), mdCell(strings.Join(f.Specs, ", ")))
+	}
+	b.WriteString("\n")
 }

@@ -235,6 +235,9 @@ func (v *verifier) manifest(m Manifest, results []SpecResult, opts *VerifyOption
 	if got := Count(results); got != m.Totals {
 		v.add(FileManifest, "totals %+v do not match results.json (%+v)", m.Totals, got)
 	}
+	if want := RunStatus(Count(results), m.Findings); m.Status != "" && m.Status != want {
+		v.add(FileManifest, "status %q, but %d specs failed and the run has %d findings: want %q", m.Status, Count(results).Failed, len(m.Findings), want)
+	}
 }
 
 func (v *verifier) results(m Manifest, results []SpecResult) {

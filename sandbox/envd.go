@@ -74,6 +74,9 @@ type Envd struct {
 	requestTimeout time.Duration
 	baseURL        string
 	user           string
+	// token is the sandbox's envd access token ("" for a sandbox created
+	// without secure); only the /files URL signatures read it.
+	token string
 	// headers go on every request; rpcHeaders only on Connect calls.
 	// Neither is modified after construction.
 	headers    http.Header
@@ -114,6 +117,7 @@ func (s *Sandbox) Envd(opts *EnvdOptions) *Envd {
 		httpClient:     s.platform.httpClient,
 		requestTimeout: s.platform.requestTimeout,
 		user:           user,
+		token:          s.envdAccessToken,
 		headers:        http.Header{},
 		rpcHeaders:     http.Header{},
 		keepalive:      strconv.FormatInt(int64((keepalive+time.Second-1)/time.Second), 10),

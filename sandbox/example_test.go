@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -47,4 +49,39 @@ func ExampleNewPlatform() {
 	// hello from /home/user (exit 0)
 	// base running
 	// true not_found
+}
+
+// A signed URL lets a caller move a file's bytes with plain HTTP, without
+// the API key or the access token: here a download URL valid for five
+// minutes, fetched with a bare GET.
+func ExampleEnvd_DownloadURL() {
+	fake := fakeprovider.New(nil)
+	defer fake.Close()
+	p, err := sandbox.NewPlatform(fake.PlatformOptions())
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	sb, err := p.Create(ctx, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer func() { _ = sb.Kill(ctx) }()
+	envd := sb.Envd(nil)
+	if _, err := envd.WriteText(ctx, "notes.txt", "signed and sealed\n"); err != nil {
+		panic(err)
+	}
+	u, err := envd.DownloadURL("notes.txt", time.Now().Add(5*time.Minute))
+	if err != nil {
+		panic(err)
+	}
+	res, err := fake.HTTPClient().Get(u) // no header, no credential
+	if err != nil {
+		panic(err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	fmt.Print(res.StatusCode, " ", string(body))
+	// Output:
+	// 200 signed and sealed
 }

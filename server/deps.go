@@ -75,6 +75,11 @@ type Limits struct {
 	// DestroyTimeout bounds each attempt of a close-time destroy. Default
 	// [DefaultDestroyTimeout].
 	DestroyTimeout time.Duration
+	// TransferURLTTL is how long a signed transfer URL of upload_file and
+	// download_file (transfer "url", BIN-3) stays valid. Default
+	// [DefaultTransferURLTTL]; kept within [MinTransferURLTTL] and
+	// [MaxTransferURLTTL].
+	TransferURLTTL time.Duration
 	// DestroyRetryFor is how long a close-time destroy that fails (the
 	// provider is down, slow or rate limiting) is retried, with exponential
 	// backoff, before the sandbox is reported as not destroyed (see
@@ -103,6 +108,14 @@ const (
 	DefaultDestroyTimeout        = 30 * time.Second
 	DefaultDestroyRetryFor       = 2 * time.Minute
 	DefaultDestroyConcurrency    = 8
+	DefaultTransferURLTTL        = 300 * time.Second
+)
+
+// Bounds of [Limits.TransferURLTTL] (BIN-3): a signed URL always expires,
+// and within the hour.
+const (
+	MinTransferURLTTL = time.Second
+	MaxTransferURLTTL = time.Hour
 )
 
 // withDefaults returns l with every zero field set to its default.
@@ -128,6 +141,10 @@ func (l Limits) withDefaults() Limits {
 	if l.DestroyTimeout <= 0 {
 		l.DestroyTimeout = DefaultDestroyTimeout
 	}
+	if l.TransferURLTTL <= 0 {
+		l.TransferURLTTL = DefaultTransferURLTTL
+	}
+	l.TransferURLTTL = min(max(l.TransferURLTTL, MinTransferURLTTL), MaxTransferURLTTL)
 	switch {
 	case l.DestroyRetryFor == 0:
 		l.DestroyRetryFor = DefaultDestroyRetryFor

@@ -60,36 +60,49 @@ func sha256Hex(b []byte) string {
 }
 
 // UploadFile is upload_file (BIN-1): bytes given in strict standard base64,
-// written to a file.
+// written to a file; or, with transfer "url", a signed URL to send them to
+// (BIN-3).
 func UploadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	maxEncoded := (deps.Limits.TransferBytes + 2) / 3 * 4
 	in := object("",
 		req("path", pathArg("The file to write.")),
-		req("data_base64", &jsonschema.Schema{Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
-			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded."}),
+		// BIN-1, BIN-3: required with transfer "inline", absent with "url";
+		// the check below enforces both, naming the field.
+		opt("data_base64", &jsonschema.Schema{Type: "string", MaxLength: ptr(maxEncoded), Pattern: base64Pattern,
+			Description: "The file's bytes in standard base64 with padding (RFC 4648 section 4), no line breaks; at most " + itoa(deps.Limits.TransferBytes) + " bytes decoded. Required unless transfer is \"url\", and then not allowed."}),
+		opt("transfer", transferArg()),
 		opt("sandbox_id", sandboxIDExecArg()),
 	)
-	out := object("",
+	out := oneForm(object("",
 		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
-		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes written."}),
-		req("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes written, lowercase hex."}),
-	)
+		opt("size", &jsonschema.Schema{Type: "integer", Description: "Bytes written (inline)."}),
+		opt("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes written, lowercase hex (inline)."}),
+		opt("url", urlSchema("With transfer \"url\": where to send the bytes, until expires_at. It carries a signature, no credential.")),
+		opt("expires_at", expiresAtSchema()),
+		opt("method", enum("With transfer \"url\": the HTTP method to use.", uploadMethod)),
+		opt("form_field", enum("With transfer \"url\": the multipart/form-data field that holds the bytes; envd 0.5.7 and later also take the bytes alone as application/octet-stream.", uploadFormField)),
+	), []string{"size", "sha256"}, []string{"url", "expires_at", "method", "form_field"})
 	def := &mcp.Tool{
 		Name: "upload_file",
 		Description: "Write binary data, given in standard base64, to a file in a sandbox, creating parent directories " +
 			"and overwriting an existing file. At most " + itoa(deps.Limits.TransferBytes) + " bytes decoded. Returns the " +
-			"size and SHA-256 of the bytes written. Without sandbox_id the session's default sandbox is used, and one is " +
-			"created when there is none.",
+			"size and SHA-256 of the bytes written. With transfer \"url\" nothing is written yet: the result's url takes a " +
+			"POST of the bytes (multipart/form-data field \"file\", or application/octet-stream) until expires_at, with no " +
+			"size cap. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Upload file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
+		check:  uploadCheck,
 		fileOp: true,
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
-			data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
 			path := a.str("path")
+			if a.wantsURL() {
+				return uploadURL(deps, r, path) // BIN-3
+			}
+			data := a.bytes("data_base64") // decoded and bounded by validation, before any call (VAL-7)
 			if _, err := r.envd.Upload(ctx, path, bytes.NewReader(data)); err != nil {
 				return nil, err
 			}
@@ -100,6 +113,18 @@ func UploadFile(deps *Deps) Tool {
 			}{path, len(data), sha256Hex(data)}, nil
 		},
 	}.handler(deps)).withDecoder("data_base64", base64Arg("data_base64", maxEncoded, deps.Limits.TransferBytes))
+}
+
+// uploadCheck enforces data_base64 by the transfer form, before any call
+// (BIN-1, BIN-3, VAL-7): required inline, refused with "url".
+func uploadCheck(_ *session, a args) error {
+	switch {
+	case a.wantsURL() && a.has("data_base64"):
+		return exclusiveArg("data_base64")
+	case !a.wantsURL() && !a.has("data_base64"):
+		return invalidField("data_base64")
+	}
+	return nil
 }
 
 // downloadResult is download_file's result. It goes to the SDK as a value
@@ -116,36 +141,50 @@ type downloadResult struct {
 func (downloadResult) textMirrored() {}
 
 // DownloadFile is download_file (BIN-2): a file's bytes in standard base64,
-// up to max_bytes.
+// up to max_bytes; or, with transfer "url", a signed URL to read them from
+// (BIN-3).
 func DownloadFile(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	in := object("",
 		req("path", pathArg("The file to read.")),
 		opt("max_bytes", withDefault(integer("Most bytes to return, 1 to "+itoa(deps.Limits.TransferBytes)+". Default "+
 			itoa(deps.Limits.TransferBytes)+".", 1, deps.Limits.TransferBytes), deps.Limits.TransferBytes)),
+		opt("transfer", transferArg()),
 		opt("sandbox_id", sandboxIDExecArg()),
 	)
-	out := object("",
+	out := oneForm(object("",
 		req("path", &jsonschema.Schema{Type: "string", Description: "The path as given."}),
-		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes returned."}),
-		req("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex."}),
-		req("data_base64", &jsonschema.Schema{Type: "string", Description: "The bytes in standard base64."}),
-		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when the file holds more than max_bytes bytes."}),
-	)
+		req("size", &jsonschema.Schema{Type: "integer", Description: "Bytes returned (inline), or the file's size (url)."}),
+		opt("sha256", &jsonschema.Schema{Type: "string", Description: "SHA-256 of the bytes returned, lowercase hex (inline)."}),
+		opt("data_base64", &jsonschema.Schema{Type: "string", Description: "The bytes in standard base64 (inline)."}),
+		opt("url", urlSchema("With transfer \"url\": where a plain GET reads the whole file, until expires_at. It carries a signature, no credential.")),
+		opt("expires_at", expiresAtSchema()),
+		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when the file holds more than max_bytes bytes (inline; always false with url)."}),
+	), []string{"sha256", "data_base64"}, []string{"url", "expires_at"})
 	def := &mcp.Tool{
 		Name: "download_file",
 		Description: "Read a file's bytes from a sandbox, returned in standard base64 with their size and SHA-256. At most " +
 			"max_bytes bytes are returned (default and maximum " + itoa(deps.Limits.TransferBytes) + "); truncated tells " +
-			"whether the file holds more. A missing path is a not_found error. Without sandbox_id the session's default " +
-			"sandbox is used, and one is created when there is none.",
+			"whether the file holds more. With transfer \"url\" the bytes are not read: the result's url serves the whole " +
+			"file to a plain GET until expires_at, with no size cap. A missing path is a not_found error. Without " +
+			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 		Annotations:  &mcp.ToolAnnotations{Title: "Download file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
+		check: func(_ *session, a args) error {
+			if a.wantsURL() && a.has("max_bytes") {
+				return exclusiveArg("max_bytes") // BIN-3: the URL serves the whole file
+			}
+			return nil
+		},
 		fileOp: true,
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
 			path := a.str("path")
+			if a.wantsURL() {
+				return downloadURL(ctx, deps, r, path) // BIN-3
+			}
 			data, truncated, err := r.envd.ReadFile(ctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
 			if err != nil {
 				return nil, err

@@ -5,7 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"io"
+	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,7 +24,9 @@ const transferBytes = 8 << 20
 // through the server (in-memory pipe and Streamable HTTP on loopback) beside
 // the SDK's own call that the tool makes underneath ((*Envd).Upload and
 // (*Envd).ReadFile against the same in-process fake): the ratio of the two
-// is the server's cost. peak-heap-x is the largest heap growth seen during
+// is the server's cost. The url rows are BIN-3's way: the tool call with
+// transfer "url", then the bytes through the signed URL with a plain HTTP
+// request. peak-heap-x is the largest heap growth seen during
 // one call over the payload size, for the whole process (client, server and
 // the fake holding the file). Run with
 //
@@ -33,7 +38,7 @@ func BenchmarkFiguresTransfer(b *testing.B) {
 	}
 	encoded := base64.StdEncoding.EncodeToString(payload)
 	for _, dir := range []string{"upload", "download"} {
-		for _, via := range []string{"memory", "http", "sdk"} {
+		for _, via := range []string{"memory", "http", "url-memory", "url-http", "sdk"} {
 			b.Run(dir+"/"+via, func(b *testing.B) {
 				r := newFigureRig(b)
 				ctx := context.Background()
@@ -61,6 +66,8 @@ func BenchmarkFiguresTransfer(b *testing.B) {
 							}
 						},
 					}[dir]
+				} else if tr, ok := strings.CutPrefix(via, "url-"); ok {
+					op = urlTransfer(b, r, tr, dir, path, payload)
 				} else {
 					cs := r.connect(b, via)
 					defer cs.Close()
@@ -88,6 +95,55 @@ func BenchmarkFiguresTransfer(b *testing.B) {
 				peak.stop()
 				b.ReportMetric(float64(peak.peak)/transferBytes, "peak-heap-x")
 			})
+		}
+	}
+}
+
+// urlTransfer is one transfer the BIN-3 way: the tool call with transfer
+// "url" over transport, then the bytes straight to or from the signed URL
+// with a plain request on the fake's HTTP client (the transport the SDK
+// rows use).
+func urlTransfer(b *testing.B, r *figureRig, transport, dir, path string, payload []byte) func() {
+	ctx := context.Background()
+	cs := r.connect(b, transport)
+	b.Cleanup(func() { _ = cs.Close() })
+	id := call(b, cs, "create_sandbox", map[string]any{})["sandbox_id"]
+	hc := r.fake.HTTPClient()
+	tool, method := "upload_file", http.MethodPost
+	if dir == "download" {
+		tool, method = "download_file", http.MethodGet
+	}
+	args := map[string]any{"sandbox_id": id, "path": path, "transfer": "url"}
+	send := func(method, u string, body io.Reader) []byte {
+		req, err := http.NewRequestWithContext(ctx, method, u, body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/octet-stream")
+		res, err := hc.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer res.Body.Close()
+		// Sized from Content-Length, as the SDK's ReadFile does.
+		buf := bytes.NewBuffer(make([]byte, 0, max(res.ContentLength, 0)+bytes.MinRead))
+		_, err = buf.ReadFrom(res.Body)
+		data := buf.Bytes()
+		if err != nil || res.StatusCode != http.StatusOK {
+			b.Fatalf("%s of the transfer URL: %d %v", method, res.StatusCode, err)
+		}
+		return data
+	}
+	up := call(b, cs, "upload_file", map[string]any{"sandbox_id": id, "path": path, "transfer": "url"})
+	send(http.MethodPost, up["url"].(string), bytes.NewReader(payload))
+	return func() {
+		u := call(b, cs, tool, args)["url"].(string)
+		if dir == "upload" {
+			send(method, u, bytes.NewReader(payload))
+			return
+		}
+		if data := send(method, u, nil); len(data) != len(payload) {
+			b.Fatalf("GET of the transfer URL: %d bytes", len(data))
 		}
 	}
 }

@@ -36,6 +36,7 @@ type conformFlags struct {
 	runID       string
 	procs       int
 	claimDir    string
+	detailsFile string
 
 	run conformance.RunOptions
 }
@@ -83,6 +84,12 @@ Output: the run opens with the tools found, mapped (--tool-map) and missing,
 and closes with the summary: failures grouped by first cause (a cause several
 specs share is printed once, with the specs), why specs were skipped, and how
 the stdio server's processes ended (exited on EOF, needed SIGTERM, killed).
+The console holds only that report; Ginkgo's full output (each failed spec's
+block, with its transcript and the server's log) goes to a details file the
+last line names (--details-file; by default next to --json-report or
+--junit-report, else in the temporary directory), or with --verbose to the
+console. The JUnit and JSON reports are unchanged. A process of a parallel
+run that ends other than with status 0 is a run error naming it.
 Against the fake every spec ends with a leak check that needs no tool names:
 a sandbox the spec's sessions created that still runs after they closed and
 the settle time fails the spec once as SESSION-1, with its ID and the call
@@ -154,8 +161,17 @@ The exit status is 0 when every selected spec passed and nothing was found
 			} else if procs > 1 {
 				return runParallel(cmd, f, cfg, procs)
 			}
-			t := &ginkgoT{}
-			if !conformance.RunWith(t, cfg, &f.run) {
+			ok, err := f.runSerial(cmd, cfg)
+			if err != nil {
+				return err
+			}
+			if f.claimDir != "" {
+				// A process of a parallel run that ran its share to the
+				// end exits 0 whatever its specs did: the parent judges the
+				// merged report, and takes any other ending for a crash.
+				return nil
+			}
+			if !ok {
 				return exitCodeError(1)
 			}
 			return nil
@@ -186,7 +202,8 @@ The exit status is 0 when every selected spec passed and nothing was found
 	fl.StringArrayVar(&f.run.Skip, "skip", nil, "skip specs whose text matches this regular expression (repeatable)")
 	fl.StringVar(&f.run.JUnitReport, "junit-report", "", "write a JUnit XML report to this path")
 	fl.StringVar(&f.run.JSONReport, "json-report", "", "write a Ginkgo JSON report to this path")
-	fl.BoolVarP(&f.run.Verbose, "verbose", "v", false, "print every spec as it runs")
+	fl.BoolVarP(&f.run.Verbose, "verbose", "v", false, "print every spec as it runs, and Ginkgo's full output of each failed spec on the console")
+	fl.StringVar(&f.detailsFile, "details-file", "", "write Ginkgo's full output (each failed spec with its transcript and the server's log) to this file (default: sandboxkit-details.log next to --json-report or --junit-report, else a new file in the temporary directory)")
 	fl.BoolVar(&f.run.FailFast, "fail-fast", false, "stop at the first failure")
 	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
 	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
@@ -306,3 +323,31 @@ type ginkgoT struct{ failed bool }
 
 // Fail records that the suite failed.
 func (t *ginkgoT) Fail() { t.failed = true }
+
+// runSerial runs the kit in this process. Outside a parallel run's
+// process and without --verbose, Ginkgo's output (a full block for every
+// failed spec) goes to the details file, and the console keeps the kit's
+// own short report.
+func (f *conformFlags) runSerial(cmd *cobra.Command, cfg *conformance.Config) (bool, error) {
+	t := &ginkgoT{}
+	if f.claimDir != "" || f.run.Verbose || f.run.DryRun || cmd.OutOrStdout() != os.Stdout {
+		return conformance.RunWith(t, cfg, &f.run), nil
+	}
+	file, err := openDetails(f)
+	if err != nil {
+		return false, err
+	}
+	defer file.Close()
+	console, restore, err := divertStdout(file)
+	if err != nil {
+		// Ginkgo's output stays on the console.
+		return conformance.RunWith(t, cfg, &f.run), nil
+	}
+	f.run.Summary = console
+	ok := conformance.RunWith(t, cfg, &f.run)
+	fmt.Fprintf(console, "%s: %s\n", detailsNote, file.Name())
+	if err := restore(); err != nil {
+		return false, err
+	}
+	return ok, nil
+}

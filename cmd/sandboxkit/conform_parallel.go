@@ -84,6 +84,7 @@ func childArgs(fl *pflag.FlagSet, claimDir, jsonReport string) []string {
 type shardResult struct {
 	out     bytes.Buffer
 	err     error
+	state   *os.ProcessState
 	reports []types.Report
 }
 
@@ -120,6 +121,7 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 		c.Stdout, c.Stderr = &r.out, &r.out
 		wg.Go(func() {
 			r.err = c.Run()
+			r.state = c.ProcessState
 			if data, err := os.ReadFile(report); err == nil {
 				if err := json.Unmarshal(data, &r.reports); err != nil {
 					r.reports = nil
@@ -131,18 +133,20 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	stdout := cmd.OutOrStdout()
 	merged, ok := mergeReports(results, time.Since(start))
 	conformance.WriteBanner(stdout, merged)
-	for i, r := range results {
-		fmt.Fprintf(stdout, "--- process %d of %d\n", i+1, procs)
-		_, _ = io.Copy(stdout, &r.out)
-		if len(r.reports) == 0 {
-			fmt.Fprintf(stdout, "process %d of %d left no report (%v)\n", i+1, procs, r.err)
-		}
+	details, err := writeDetails(stdout, f, results)
+	if err != nil {
+		return err
 	}
 	conformance.WriteSummary(stdout, merged)
 	// The processes' own verdicts count no baseline across processes: the
 	// outcome is decided once, on the merged report.
 	ok = ok && conformance.WriteOutcome(stdout, merged, cfg)
+	if err := shardExits(results); err != nil {
+		fmt.Fprintf(stdout, "RUN ERROR %v\n", err)
+		ok = false
+	}
 	fmt.Fprintf(stdout, "%d processes, %v\n", procs, merged.RunTime.Round(10*time.Millisecond))
+	fmt.Fprintf(stdout, "%s: %s\n", detailsNote, details)
 	var errs []error
 	if f.run.JUnitReport != "" {
 		errs = append(errs, reporters.GenerateJUnitReport(merged, f.run.JUnitReport))
@@ -223,4 +227,59 @@ func mergeReports(results []*shardResult, took time.Duration) (types.Report, boo
 // process claimed it.
 func isClaimSkip(sr types.SpecReport) bool {
 	return sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == conformance.ClaimedElsewhere
+}
+
+// shardExits returns a run error naming each process of a parallel run
+// that did not exit with status 0, or nil. A process exits 0 whenever it
+// ran its share to the end, whatever its specs did (the parent judges the
+// merged report), so any other ending (a status, a signal, a process that
+// could not start) is a crash, even after it wrote its report.
+func shardExits(results []*shardResult) error {
+	var errs []error
+	for i, r := range results {
+		switch {
+		case r.state != nil && r.state.Success() && r.err == nil:
+			continue
+		case r.state != nil:
+			errs = append(errs, fmt.Errorf("process %d of %d ended abnormally (%s)%s", i+1, len(results), r.state, reportNote(r)))
+		default:
+			errs = append(errs, fmt.Errorf("process %d of %d did not run: %w", i+1, len(results), r.err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// reportNote says whether a crashed process had left its report first.
+func reportNote(r *shardResult) string {
+	if len(r.reports) > 0 {
+		return ", after it wrote its report: its results may be incomplete"
+	}
+	return ", and left no report"
+}
+
+// writeDetails writes every process's own output (Ginkgo's full block for
+// each failed spec, with its transcript and the server's log) to the
+// details file, and with --verbose to the console too; the console gets
+// the end of the output of each process that crashed. It returns the
+// file's path.
+func writeDetails(stdout io.Writer, f *conformFlags, results []*shardResult) (string, error) {
+	file, err := openDetails(f)
+	if err != nil {
+		return "", err
+	}
+	for i, r := range results {
+		head := fmt.Sprintf("--- process %d of %d\n", i+1, len(results))
+		fmt.Fprint(file, head)
+		_, _ = file.Write(r.out.Bytes())
+		if f.run.Verbose {
+			fmt.Fprint(stdout, head)
+			_, _ = stdout.Write(r.out.Bytes())
+		} else if r.state == nil || !r.state.Success() || len(r.reports) == 0 {
+			fmt.Fprintf(stdout, "--- process %d of %d ended abnormally or left no report; the end of its output:\n%s", i+1, len(results), lastLines(r.out.String(), 15))
+		}
+	}
+	if err := file.Close(); err != nil {
+		return "", fmt.Errorf("details file: %w", err)
+	}
+	return file.Name(), nil
 }

@@ -173,3 +173,34 @@ func TestConformParallelExpectedFailures(t *testing.T) {
 		t.Errorf("an entry that passes must be named and fail the run (%v)\n%s", err, out)
 	}
 }
+
+// A process of a parallel run that ended with a status other than 0, or
+// by a signal, is a run error naming it, even when it wrote its report
+// first; processes that exited 0 are not.
+func TestConformParallelCrashedProcess(t *testing.T) {
+	ended := func(script string) *shardResult {
+		c := exec.Command("sh", "-c", script)
+		r := &shardResult{reports: []types.Report{{SuiteDescription: "kit", SuiteSucceeded: true}}}
+		r.err = c.Run()
+		r.state = c.ProcessState
+		return r
+	}
+	if err := shardExits([]*shardResult{ended("exit 0"), ended("exit 0")}); err != nil {
+		t.Errorf("processes that exited 0 are no run error: %v", err)
+	}
+	err := shardExits([]*shardResult{ended("exit 0"), ended("exit 2"), ended("kill -9 $$")})
+	if err == nil {
+		t.Fatal("processes that crashed after writing their reports went unnoticed")
+	}
+	for _, want := range []string{"process 2 of 3 ended abnormally (exit status 2), after it wrote its report", "process 3 of 3 ended abnormally (signal: killed)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("run error %q does not say %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "process 1 ") {
+		t.Errorf("run error %q names a process that exited 0", err)
+	}
+	if err := shardExits([]*shardResult{{err: os.ErrNotExist}}); err == nil || !strings.Contains(err.Error(), "process 1 of 1 did not run") {
+		t.Errorf("a process that did not start: %v", err)
+	}
+}

@@ -34,6 +34,7 @@ type serveConfig struct {
 
 	providerTimeout time.Duration
 	fileTimeout     time.Duration
+	transferURLTTL  time.Duration
 	destroyRetry    time.Duration
 	maxSessions     int
 	maxPerClient    int
@@ -92,6 +93,12 @@ tool error: isError, and one text block holding {"error": {"category",
 "http_status", "code", "field", "recovery"}} (absent members omitted), with no
 structuredContent, so that clients which validate structuredContent against
 the outputSchema (the official TypeScript SDK does) pass the error on.
+
+Transfer URLs. upload_file and download_file with transfer "url" move no
+bytes through MCP: they return a signed envd URL (no API key, no access token
+in it) that accepts a plain POST of the bytes, or serves them to a plain GET,
+until expires_at, --transfer-url-ttl from the call. A sandbox without an
+access token gets a tool error instead.
 
 Provider outages. Every control-plane request, and every in-sandbox request
 that has no longer bound of its own, must be answered within
@@ -172,6 +179,7 @@ Examples:
 	f.DurationVar(&cfg.shutdownWait, "shutdown-timeout", 60*time.Second, "how long shutdown waits for owned sandboxes to be destroyed")
 	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest wait for the provider to answer one request (control plane, and in-sandbox calls without a bound of their own)")
 	f.DurationVar(&cfg.fileTimeout, "file-timeout", server.DefaultFileTimeout, "longest one file operation in a sandbox may take (read, write, list, upload, download)")
+	f.DurationVar(&cfg.transferURLTTL, "transfer-url-ttl", server.DefaultTransferURLTTL, "how long the signed URL of upload_file / download_file with transfer \"url\" stays valid (1s to 1h)")
 	f.DurationVar(&cfg.destroyRetry, "destroy-retry", server.DefaultDestroyRetryFor, "how long a failed close-time destroy is retried, with backoff, before the sandbox is reported as not destroyed (0: no retry)")
 	f.IntVar(&cfg.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live HTTP sessions at once; beyond, a new session gets 503 (0: no cap)")
 	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", server.DefaultMaxSessionsPerClient, "most live HTTP sessions from one client (IP address, IPv6 /64, or --client-ip-header); beyond, a new session gets 429 (0: no cap but --max-sessions)")
@@ -196,7 +204,7 @@ func serveLimits(cfg serveConfig) server.Limits {
 	if retry == 0 {
 		retry = -1 // a single attempt
 	}
-	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, TransferURLTTL: cfg.transferURLTTL}
 }
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
@@ -243,6 +251,9 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.transferURLTTL < server.MinTransferURLTTL || cfg.transferURLTTL > server.MaxTransferURLTTL {
+		return fmt.Errorf("--transfer-url-ttl %s: want 1s to 1h (a signed URL always expires)", cfg.transferURLTTL)
+	}
 
 	var token string
 	if cfg.httpAddr != "" {

@@ -7,7 +7,9 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { Sandbox, FileType, FileNotFoundError, InvalidArgumentError, TimeoutError } from 'e2b';
-import { startFakeProvider, useFakeEnv, withTimeout } from '../lib/sandboxkit.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { sandboxkitBin, startFakeProvider, useFakeEnv, withTimeout } from '../lib/sandboxkit.mjs';
 
 let fake, sbx;
 before(async () => {
@@ -301,4 +303,65 @@ test('files of a killed sandbox raise TimeoutError; the edge body names the sand
   assert.equal(body.sandboxId, s.sandboxId);
   assert.equal(body.code, 502);
   assert.match(body.message, /^The sandbox was not found/);
+});
+
+// BIN-3: the reference server's transfer URLs are the SDK's own. The server
+// runs against the same fake (`sandboxkit serve` reading the E2B_* variables
+// of the fake, over stdio with the official MCP client) and reaches this
+// sandbox as an external one; for the same path, user and expiration the
+// SDK's downloadUrl/uploadUrl (index.mjs:5734-5790 with
+// useSignatureExpiration: expiration = floor(now/1000) + seconds, 1429;
+// username set when given, 5825-5829) give the very same URL, and plain
+// fetch uses it as it uses the SDK's.
+test('the server\'s transfer URLs equal the SDK\'s downloadUrl/uploadUrl and work with plain fetch', async () => {
+  const transport = new StdioClientTransport({
+    command: sandboxkitBin(), args: ['serve'], env: { ...process.env, ...fake.env }, stderr: 'pipe',
+  });
+  const client = new Client({ name: 'sandboxkit-compat', version: '0.0.0' });
+  await withTimeout(client.connect(transport), 15000, 'connect to sandboxkit serve');
+  try {
+    const call = async (name, args) => {
+      const res = await client.callTool({ name, arguments: { ...args, sandbox_id: sbx.sandboxId, transfer: 'url' } });
+      assert.equal(res.isError ?? false, false, JSON.stringify(res.content));
+      return res.structuredContent;
+    };
+    // The SDK's URL for the expiration the server chose; a second boundary
+    // between the two readings of the clock gives another expiration, so
+    // the SDK's is asked until it names the same one.
+    const sdkURL = async (make, path, expiresAt) => {
+      const exp = Math.floor(Date.parse(expiresAt) / 1000);
+      for (let i = 0; i < 3; i++) {
+        const u = new URL(await make(path, { user: 'user', useSignatureExpiration: exp - Math.floor(Date.now() / 1000) }));
+        if (u.searchParams.get('signature_expiration') === String(exp)) return u;
+      }
+      throw new Error('the clock moved between every try');
+    };
+    const same = (ours, sdk) => {
+      const a = new URL(ours);
+      assert.equal(a.origin + a.pathname, sdk.origin + sdk.pathname);
+      for (const k of ['path', 'username', 'signature', 'signature_expiration']) {
+        assert.equal(a.searchParams.get(k), sdk.searchParams.get(k), k);
+      }
+      assert.deepEqual([...a.searchParams.keys()].sort(), [...sdk.searchParams.keys()].sort());
+    };
+
+    await sbx.files.write('/tmp/bin3.txt', 'through a signed url');
+    const down = await call('download_file', { path: '/tmp/bin3.txt' });
+    assert.equal(down.size, 'through a signed url'.length);
+    same(down.url, await sdkURL((p, o) => sbx.downloadUrl(p, o), '/tmp/bin3.txt', down.expires_at));
+    const got = await fetch(down.url);
+    assert.equal(got.status, 200);
+    assert.equal(await got.text(), 'through a signed url');
+
+    const up = await call('upload_file', { path: '/tmp/bin3-up.txt' });
+    assert.equal(up.method, 'POST');
+    same(up.url, await sdkURL((p, o) => sbx.uploadUrl(p, o), '/tmp/bin3-up.txt', up.expires_at));
+    const form = new FormData();
+    form.append(up.form_field, new Blob(['posted to the server\'s url']), 'bin3-up.txt');
+    const posted = await fetch(up.url, { method: up.method, body: form });
+    assert.equal(posted.status, 200, await posted.clone().text());
+    assert.equal(await sbx.files.read('/tmp/bin3-up.txt'), 'posted to the server\'s url');
+  } finally {
+    await client.close();
+  }
 });

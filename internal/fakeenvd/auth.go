@@ -57,7 +57,11 @@ func (d *Daemon) authorized(r *http.Request) bool {
 }
 
 // checkSigning validates a /files request: the token header when present,
-// otherwise the signature (and expiration) query parameters.
+// otherwise the signature (and expiration) query parameters, as envd does
+// (e2b-dev/infra packages/envd/internal/api/auth.go validateSigning): the
+// signature covers the path as given, the operation (read for GET, write
+// for POST) and the username, so a URL is scoped to all three, and one
+// with an expiration is refused once it has passed.
 func (d *Daemon) checkSigning(r *http.Request, path, operation string) error {
 	if d.cfg.AccessToken == "" {
 		return nil

@@ -711,6 +711,20 @@ func TestHTTPAuth(t *testing.T) {
 	if code, _ := upload(t, e, url.Values{"path": {"/tmp/up"}}, "application/octet-stream", strings.NewReader("u"), nil); code != 401 {
 		t.Fatalf("unsigned upload %d", code)
 	}
+	// Uploads are scoped as downloads are: operation, expiry and path.
+	for name, q := range map[string]url.Values{
+		"read signature for an upload": sig("/tmp/up", SignRead, "", nil),
+		"expired upload signature":     sig("/tmp/up", SignWrite, "", &past),
+		"upload signature for another path": func() url.Values {
+			q := sig("/tmp/other", SignWrite, "", &future)
+			q.Set("path", "/tmp/up")
+			return q
+		}(),
+	} {
+		if code, _ := upload(t, e, q, "application/octet-stream", strings.NewReader("u"), nil); code != 401 {
+			t.Errorf("%s: %d, want 401", name, code)
+		}
+	}
 
 	// Without a token nothing is required.
 	open := newEnv(t, Config{})
