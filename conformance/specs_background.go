@@ -255,7 +255,7 @@ func bgGet(ctx context.Context, tc *TestContext, s *Session, id, cursor string, 
 		gomega.Expect(o.ExitCode).To(gomega.BeNil(), "exit_code must be null while the command runs")
 	}
 	if maxBytes > 0 {
-		gomega.Expect(len(o.Stdout)+len(o.Stderr)).To(gomega.BeNumerically("<=", maxBytes), "a read returns at most max_bytes of stdout and stderr together")
+		gomega.Expect(len(o.Stdout)+len(o.Stderr)).To(gomega.BeNumerically("<=", maxBytes), "BG-2: a read returns at most max_bytes of stdout and stderr together")
 	}
 	return o
 }

@@ -28,7 +28,7 @@ func cleanupFaultSpecs() []Spec {
 	return []Spec{
 		{
 			ID:    "cleanup.close-destroy-retries",
-			Rules: []string{"SESSION-1"},
+			Rules: []string{"SESSION-1", "SESSION-5"},
 			Tools: []string{"create_sandbox"},
 			Title: "when the close-time destroy meets 503, 429 or a connection reset a few times, the server retries " +
 				"until the sandbox is destroyed",
@@ -36,7 +36,7 @@ func cleanupFaultSpecs() []Spec {
 		},
 		{
 			ID:    "cleanup.close-destroy-unauthorized",
-			Rules: []string{"SESSION-1"},
+			Rules: []string{"SESSION-1", "SESSION-5"},
 			Tools: []string{"create_sandbox"},
 			Title: "when the close-time destroy is refused with 401 the server tries exactly once and reports the sandbox " +
 				"it could not destroy by ID in its log",

@@ -30,7 +30,7 @@ type errsFault struct {
 	category  string // the category the fault must map to
 }
 
-// errsStatusCategory is the contract's mapping of injected statuses.
+// errsStatusCategory is the contract's mapping of injected statuses (ERR-4).
 var errsStatusCategory = []struct {
 	status   int
 	category string
@@ -451,7 +451,7 @@ func errorSpecs() []Spec {
 			title = "turns a malformed success body on every tool's platform call into a provider_error tool error (or a success where the call has no body), no raw body, and a usable session"
 		}
 		specs = append(specs, Spec{
-			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
 			Body: errsMatrix(errsControlModes, []errsFault{f}),
 		})
 	}
@@ -459,13 +459,13 @@ func errorSpecs() []Spec {
 		Spec{
 			ID:    "errors.envd-files",
 			Title: "maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable",
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
 			Body:  errsMatrix(errsEnvdFileModes, errsFaults()),
 		},
 		Spec{
 			ID:    "errors.envd-rpc",
 			Title: "maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
 			Body:  errsMatrix(errsEnvdRPCModes, errsFaults()),
 		},
 		Spec{

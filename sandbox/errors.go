@@ -158,6 +158,7 @@ func CategoryOf(err error) Category {
 
 // CategoryForStatus maps an HTTP status from the platform or the daemon to a category.
 func CategoryForStatus(status int) Category {
+	// ERR-4: the contract fixes this mapping for the statuses it names.
 	switch status {
 	case 400, 405, 406, 411, 413, 414, 415, 422:
 		return InvalidArgument

@@ -80,7 +80,8 @@ func newCleanupState() *cleanupState {
 }
 
 // retryable reports whether a failed destroy or list may succeed later.
-// A refusal of the credentials or of the request itself will not.
+// A refusal of the credentials or of the request itself will not: it is
+// tried once (SESSION-5).
 func retryable(c sandbox.Category) bool {
 	switch c {
 	case sandbox.InvalidArgument, sandbox.Unauthenticated, sandbox.PermissionDenied:
@@ -224,6 +225,7 @@ func (r *registry) giveUp(job *cleanupJob, cat sandbox.Category, attempts int) {
 	r.state.unresolved = append(r.state.unresolved, u)
 	r.state.mu.Unlock()
 	if job.id != "" {
+		// SESSION-5: the ID alone names what the operator must destroy.
 		r.deps.Logger.Error("sandbox NOT destroyed: destroy it by hand", "session", job.session, "sandbox_id", job.id,
 			"category", string(cat), "attempts", attempts)
 		return
