@@ -11,6 +11,9 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // bannerEntry is the report entry holding the run's banner, so that a
@@ -129,7 +132,7 @@ func knownCauses() []knownCause {
 	tools := strings.Join(ContractTools(), "|")
 	return []knownCause{
 		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), refusal: true, text: func(m []string) string {
-			return refusalText(m[1], refusedArgs(m[2]))
+			return refusalText(m[1], refusedArgs(m[1], m[2]))
 		}},
 		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), text: func(m []string) string {
 			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
@@ -143,12 +146,15 @@ func refusalText(tool string, args []string) string {
 		"the tool takes other argument names (map them with --tool-map) or lacks the arguments", tool, strings.Join(args, ", "))
 }
 
-// refusedArgs returns the argument names of an "unexpected additional
-// properties" list, sorted, without the ones the kit sends to be refused.
-func refusedArgs(list string) []string {
+// refusedArgs returns the arguments of an "unexpected additional
+// properties" list that the contract gives tool, sorted. The others are
+// the kit's bait: names it sends to be refused ("zq_" names, and the
+// unknown-argument cases such as run_code's "interpreter").
+func refusedArgs(tool, list string) []string {
+	given := contractArgs(tool)
 	var args []string
 	for _, a := range strings.Fields(strings.ReplaceAll(list, `"`, "")) {
-		if !strings.HasPrefix(a, "zq_") && !slices.Contains(args, a) {
+		if given[a] && !slices.Contains(args, a) {
 			args = append(args, a)
 		}
 	}
@@ -157,18 +163,28 @@ func refusedArgs(list string) []string {
 }
 
 // kitBait reports whether a known cause's match names only arguments the
-// kit sends to be refused (unknown arguments, "zq_" names): their refusal
-// is what the spec asks for, not a cause.
+// kit sends to be refused: their refusal is what the spec asks for, not a
+// cause.
 func kitBait(m []string) bool {
-	if len(m) < 3 {
-		return false
-	}
-	for _, a := range strings.Fields(m[2]) {
-		if !strings.HasPrefix(strings.Trim(a, `"`), "zq_") {
-			return false
+	return len(m) >= 3 && len(refusedArgs(m[1], m[2])) == 0
+}
+
+// contractArgs returns the input properties the contract gives tool: the
+// reference server's schema, which TestToolSnapshots pins.
+func contractArgs(tool string) map[string]bool {
+	for _, t := range server.AllTools(nil) {
+		if t.Name() != tool {
+			continue
 		}
+		props := map[string]bool{}
+		if in, ok := t.Def.InputSchema.(*jsonschema.Schema); ok {
+			for name := range in.Properties {
+				props[name] = true
+			}
+		}
+		return props
 	}
-	return true
+	return nil
 }
 
 // firstCause returns the key and the words of a failure message's first
@@ -186,7 +202,7 @@ func firstCause(msg string) (key, cause string, args []string) {
 			if m := kc.re.FindStringSubmatch(l); m != nil && !kitBait(m) {
 				text := kc.text(m)
 				if kc.refusal {
-					return refusalPrefix + m[1], text, refusedArgs(m[2])
+					return refusalPrefix + m[1], text, refusedArgs(m[1], m[2])
 				}
 				return "known:" + text, text, nil
 			}
