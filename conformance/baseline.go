@@ -153,7 +153,7 @@ func runFindings(r ginkgo.Report) []evidence.Finding {
 
 // findingText says what a rule's run finding means.
 var findingText = map[string]string{
-	"TOOLS-3": "successes without structuredContent (the kit read the JSON in their text block instead)",
+	"TOOLS-3": "successes without structuredContent: where the text block held a JSON object the kit read its values from it, and a spec that needed a value it could not read fails on its own",
 }
 
 // WriteOutcome prints what the per-spec summary does not say, and decides
