@@ -82,21 +82,17 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	fo.Canaries = true // leak detectors in metadata, env, domain and error messages
 	fp := fakeprovider.New(&fo)
 	t.Cleanup(fp.Close)
-	env := map[string]string{
-		sandbox.EnvAPIKey: fp.APIKey(),
-		sandbox.EnvAPIURL: "https://api.fake.sandboxkit.test",
-		"OTHER_API_KEY":   fp.APIKey(),
-	}
-	hc := fp.HTTPClient()
+	// The fake's own wiring, plus a second provider's key for the
+	// provider:id routing tests.
+	opts := fp.PlatformOptions()
+	env := fp.PlatformEnv()
+	env["OTHER_API_KEY"] = fp.APIKey()
+	opts.Getenv = func(k string) string { return env[k] }
 	if o.transport != nil {
-		hc = &http.Client{Transport: o.transport(fp.RoundTripper())}
+		opts.HTTPClient = &http.Client{Transport: o.transport(fp.RoundTripper())}
 	}
-	p, err := sandbox.NewPlatform(&sandbox.Options{
-		Config:         o.config,
-		Getenv:         func(k string) string { return env[k] },
-		HTTPClient:     hc,
-		RequestTimeout: o.requestTimeout,
-	})
+	opts.Config, opts.RequestTimeout = o.config, o.requestTimeout
+	p, err := sandbox.NewPlatform(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
