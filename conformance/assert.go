@@ -155,3 +155,13 @@ func argsText(args any) string {
 	}
 	return string(b)
 }
+
+// jsonText writes a value a server sent as JSON, for a failure message:
+// the words an author reads in their own output, not a Go value dump.
+func jsonText(v any) string {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return string(data)
+}

@@ -292,7 +292,7 @@ func deadlineCheck(check *errsChecker, c *deadlineCase, f deadlineFault, d, grac
 			check.addf("%s: category %q, want %s", label, cat, strings.Join(cats, " or "))
 		}
 		if _, has := r.ErrorObject()["http_status"]; has && f.name == "hang" {
-			check.addf("%s: http_status %v although no response arrived", label, r.ErrorObject()["http_status"])
+			check.addf("%s: http_status %s although no response arrived", label, jsonText(r.ErrorObject()["http_status"]))
 		}
 		check.hint(label, r)
 	}

@@ -297,10 +297,12 @@ func (c *errsChecker) toolError(label string, r *Result, f errsFault) {
 	}
 	status, hasStatus := e["http_status"]
 	switch {
+	case f.status != 0 && !hasStatus:
+		c.addf("%s: the error has no http_status, want %d (the injected status)", label, f.status)
 	case f.status != 0 && status != float64(f.status):
-		c.addf("%s: http_status %v, want %d (the injected status)", label, status, f.status)
+		c.addf("%s: http_status %s, want %d (the injected status)", label, jsonText(status), f.status)
 	case f.reset && hasStatus:
-		c.addf("%s: http_status %v although no response arrived (connection reset)", label, status)
+		c.addf("%s: http_status %s although no response arrived (connection reset)", label, jsonText(status))
 	}
 	c.hint(label, r)
 }

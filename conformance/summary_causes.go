@@ -137,6 +137,18 @@ func knownCauses() []knownCause {
 		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), text: func(m []string) string {
 			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
 		}},
+		// The renewal specs' and the exec helper's words for "no renewal
+		// at all" (a renewal by the wrong amount is worded otherwise).
+		{re: regexp.MustCompile(`must renew the owned sandbox by \d+ s before it returns|no set-timeout request for the owned sandbox after the call's work`), text: func([]string) string {
+			return "RENEW-1: a call on an owned sandbox is not followed by a renewal (POST /sandboxes/{id}/timeout) before it returns"
+		}},
+		// A bounds case that sends an argument the tool does not define.
+		{re: regexp.MustCompile(`^\s*(` + tools + `) unknown \S+: \S+: want isError true, got a success`), text: func([]string) string {
+			return "VAL-4: tools accept arguments they do not define, instead of rejecting them"
+		}},
+		{re: regexp.MustCompile(`^\s*(` + tools + `) sandbox_id=unconfigured-provider: \S+: the error must name the invalid field`), text: func([]string) string {
+			return "VAL-6: a sandbox_id whose provider prefix the server does not know is refused with an error that names no field (sandbox_id)"
+		}},
 	}
 }
 
