@@ -19,10 +19,7 @@ func TestConformConsoleIsShort(t *testing.T) {
 		t.Skip("builds the command and runs part of the kit three times")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sandboxkit")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t, dir)
 	// run_command mapped to a name the reference server does not have,
 	// with --require-all: exec.run-command-streams fails, for certain.
 	toolMap := filepath.Join(dir, "map.json")

@@ -81,10 +81,7 @@ func TestConformParallelMatchesSerial(t *testing.T) {
 		t.Skip("builds the command and runs part of the kit twice")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sandboxkit")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t, dir)
 	const filter = "protocol || bounds.create-sandbox || cloud || errors.oversized"
 	summary := regexp.MustCompile(`(?s)sandboxkit conformance summary\n.*?\d+ passed, \d+ failed, \d+ skipped\n`)
 	run := func(procs string, junit string) string {
@@ -142,10 +139,7 @@ func TestConformParallelExpectedFailures(t *testing.T) {
 		t.Skip("builds the command and runs part of the kit twice")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "sandboxkit")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t, dir)
 	// run_command mapped to a name the reference server does not have,
 	// with --require-all: exec.run-command-streams fails, for certain.
 	toolMap := filepath.Join(dir, "map.json")
@@ -203,4 +197,15 @@ func TestConformParallelCrashedProcess(t *testing.T) {
 	if err := shardExits([]*shardResult{{err: os.ErrNotExist}}); err == nil || !strings.Contains(err.Error(), "process 1 of 1 did not run") {
 		t.Errorf("a process that did not start: %v", err)
 	}
+}
+
+// buildCommand builds sandboxkit into dir, for tests that run it as a user
+// does, and returns its path.
+func buildCommand(t *testing.T, dir string) string {
+	t.Helper()
+	bin := filepath.Join(dir, "sandboxkit")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }
