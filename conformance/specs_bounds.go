@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -337,7 +338,14 @@ func boundsDataPlane(tool string, cases func(tc *TestContext) []boundsCase, acce
 	}
 }
 
+// boundsSpecs are the bounds family's specs of the tools' own arguments,
+// one per tool.
 func boundsSpecs() []Spec {
+	return slices.Concat(boundsLifecycleSpecs(), boundsExecFileSpecs(), boundsBackgroundBinarySpecs())
+}
+
+// boundsLifecycleSpecs are the bounds of the lifecycle tools and create_sandbox.
+func boundsLifecycleSpecs() []Spec {
 	return []Spec{
 		{
 			ID:    "bounds.list-sandboxes",
@@ -466,6 +474,12 @@ func boundsSpecs() []Spec {
 				s.expectAccepted(ctx, "create_sandbox", map[string]any{"timeout": 86400})
 			},
 		},
+	}
+}
+
+// boundsExecFileSpecs are the bounds of the execution and file tools.
+func boundsExecFileSpecs() []Spec {
+	return []Spec{
 		{
 			ID:    "bounds.run-command",
 			Title: "run_command rejects a missing or non-string command, a timeout outside 1-3600, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
@@ -557,6 +571,12 @@ func boundsSpecs() []Spec {
 					return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
 				}),
 		},
+	}
+}
+
+// boundsBackgroundBinarySpecs are the bounds of the background and binary transfer tools.
+func boundsBackgroundBinarySpecs() []Spec {
+	return []Spec{
 		{
 			ID:    "bounds.start-background-command",
 			Title: "start_background_command rejects a missing or non-string command, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
