@@ -54,3 +54,25 @@ func TestKitSaysOneFindingPerRefusingTool(t *testing.T) {
 		t.Errorf("a spec whose only refusal is the kit's bait is a failure of its own:\n%s", out)
 	}
 }
+
+// A SESSION-1 spec that failed on sandboxes left behind is not repeated
+// under the leak check's group; a spec of another rule that leaked is.
+func TestLeakNotReportedTwiceForSessionSpecs(t *testing.T) {
+	leak := leakPrefix + ": the spec's sessions created 1 sandbox; 0 destroyed, 1 still running 5s after every session closed: i1 (appeared during create_sandbox, call 1 of session 1)."
+	cleanup := failedSpec("cleanup.shutdown", "SESSION-1", "after the server shut down: sandboxes i1 still exist 5s later")
+	cleanup.AdditionalFailures = []types.AdditionalFailure{{Failure: types.Failure{Message: leak}}}
+	exec := failedSpec("exec.run-code-bash", "EXEC-2", "run_code: want stdout hi")
+	exec.AdditionalFailures = []types.AdditionalFailure{{Failure: types.Failure{Message: leak}}}
+	var b bytes.Buffer
+	writeFailures(&b, ginkgo.Report{SpecReports: []types.SpecReport{cleanup, exec}})
+	out := b.String()
+	if strings.Contains(out, "cleanup.shutdown: the spec's sessions") {
+		t.Errorf("the cleanup spec's own failure is repeated under the leak check:\n%s", out)
+	}
+	if !strings.Contains(out, "exec.run-code-bash: the spec's sessions") {
+		t.Errorf("the exec spec's leak is not reported:\n%s", out)
+	}
+	if !strings.Contains(out, "FAIL cleanup.shutdown") {
+		t.Errorf("the cleanup spec's own failure is gone:\n%s", out)
+	}
+}
