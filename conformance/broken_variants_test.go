@@ -8,13 +8,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -730,14 +730,11 @@ func (b *tokenBook) capture(rt http.RoundTripper) http.RoundTripper {
 
 // signer finds the token that signed a /files URL's query.
 func (b *tokenBook) signer(q url.Values, op string) (string, bool) {
-	var exp *int64
-	if v, err := strconv.ParseInt(q.Get("signature_expiration"), 10, 64); err == nil {
-		exp = &v
-	}
+	exp, _ := fakeenvd.SignatureExpiration(q)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, t := range b.tokens {
-		if fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), t, exp) == q.Get("signature") {
+		if fakeenvd.SignatureMatches(q, q.Get("path"), op, t, exp) {
 			return t, true
 		}
 	}
@@ -759,9 +756,9 @@ func editTransferURLs(edit func(q url.Values, op, token string)) func() *breakag
 						if !ok || err != nil || (name != "upload_file" && name != "download_file") {
 							return res, err
 						}
-						op := fakeenvd.SignRead
+						op := envdapi.SignRead
 						if name == "upload_file" {
-							op = fakeenvd.SignWrite
+							op = envdapi.SignWrite
 						}
 						editToolResult(res, func(m map[string]any) {
 							raw, _ := m["url"].(string)
@@ -789,7 +786,7 @@ func editTransferURLs(edit func(q url.Values, op, token string)) func() *breakag
 // (BIN-3).
 var urlNeverExpires = editTransferURLs(func(q url.Values, op, token string) {
 	q.Del("signature_expiration")
-	q.Set("signature", fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), token, nil))
+	q.Set("signature", envdapi.FileSignature(q.Get("path"), op, q.Get("username"), token, nil))
 })
 
 // urlCarriesAccessToken passes the envd access token along in the URL, as
@@ -804,9 +801,6 @@ var urlCarriesAccessToken = editTransferURLs(func(q url.Values, _, token string)
 var urlForOtherPath = editTransferURLs(func(q url.Values, op, token string) {
 	p := q.Get("path") + ".part"
 	q.Set("path", p)
-	var exp *int64
-	if v, err := strconv.ParseInt(q.Get("signature_expiration"), 10, 64); err == nil {
-		exp = &v
-	}
-	q.Set("signature", fakeenvd.FileSignature(p, op, q.Get("username"), token, exp))
+	exp, _ := fakeenvd.SignatureExpiration(q)
+	q.Set("signature", envdapi.FileSignature(p, op, q.Get("username"), token, exp))
 })

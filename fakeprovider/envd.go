@@ -1,7 +1,6 @@
 package fakeprovider
 
 import (
-	"crypto/subtle"
 	"fmt"
 	"net"
 	"net/http"
@@ -58,29 +57,23 @@ func (p *Provider) envdTarget(r *http.Request) (id, port string, ok bool) {
 		return "", "", false
 	}
 	q := r.URL.Query()
-	sig := q.Get("signature")
-	if sig == "" {
+	if q.Get("signature") == "" {
 		return "", "", false
 	}
-	op := fakeenvd.SignRead
+	op := envdapi.SignRead
 	if r.Method == http.MethodPost {
-		op = fakeenvd.SignWrite
+		op = envdapi.SignWrite
 	}
-	var exp *int64
-	if s := q.Get("signature_expiration"); s != "" {
-		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return "", "", false
-		}
-		exp = &v
+	exp, err := fakeenvd.SignatureExpiration(q)
+	if err != nil {
+		return "", "", false
 	}
 	p.update(func(time.Time) []Daemon {
 		for sid, s := range p.sandboxes {
 			if s.envdAccessToken == "" {
 				continue
 			}
-			want := fakeenvd.FileSignature(q.Get("path"), op, q.Get("username"), s.envdAccessToken, exp)
-			if subtle.ConstantTimeCompare([]byte(want), []byte(sig)) == 1 {
+			if fakeenvd.SignatureMatches(q, q.Get("path"), op, s.envdAccessToken, exp) {
 				id, ok = sid, true
 				return nil
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
@@ -161,7 +162,7 @@ func TestProvider_EnvdSignedURLWithoutSandbox(t *testing.T) {
 	if exp < time.Now().Unix() {
 		exp = time.Now().Unix() + 3600
 	}
-	sig := fakeenvd.FileSignature("/etc/hostname", fakeenvd.SignRead, "", rb.EnvdAccessToken, &exp)
+	sig := envdapi.FileSignature("/etc/hostname", envdapi.SignRead, "", rb.EnvdAccessToken, &exp)
 	q := url.Values{"path": {"/etc/hostname"}, "signature": {sig}, "signature_expiration": {strconv.FormatInt(exp, 10)}}
 	if res := f.doWith("GET", "/files?"+q.Encode(), nil, nil); res.status != 200 || !strings.HasPrefix(string(res.body), fakeenvd.Hostname) {
 		t.Fatalf("signed download: %d %s", res.status, res.body)
@@ -174,7 +175,7 @@ func TestProvider_EnvdSignedURLWithoutSandbox(t *testing.T) {
 	}
 	// A signature no sandbox made (here: a read signed as a write) reaches
 	// no sandbox: the shared URL's own answer, 404.
-	q.Set("signature", fakeenvd.FileSignature("/etc/hostname", fakeenvd.SignWrite, "", rb.EnvdAccessToken, &exp))
+	q.Set("signature", envdapi.FileSignature("/etc/hostname", envdapi.SignWrite, "", rb.EnvdAccessToken, &exp))
 	if res := f.doWith("GET", "/files?"+q.Encode(), nil, nil); res.status != 404 {
 		t.Errorf("foreign signature: %d %s", res.status, res.body)
 	}

@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"net/url"
 	"strconv"
 	"time"
@@ -10,31 +8,11 @@ import (
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 )
 
-// Operations a /files URL signature is scoped to, as envd names them
-// (e2b-dev/infra packages/envd/internal/api/auth.go SigningReadOperation,
-// SigningWriteOperation).
-const (
-	signRead  = "read"
-	signWrite = "write"
-)
-
 // CodeUnsigned is the Code of the invalid_argument error [Envd.DownloadURL]
 // and [Envd.UploadURL] return for a sandbox that has no envd access token
 // (one created without secure): its /files routes need no credential, so
 // a URL to them would be an unguarded capability that never expires.
 const CodeUnsigned = "unsigned_sandbox"
-
-// fileSignature is the envd signature of a /files URL: "v1_" and the
-// unpadded standard base64 of SHA-256 over
-// "path:operation:username:token:expiration" (e2b@2.51.0
-// dist/index.mjs:1427-1438 getSignature, index.mjs:141-146 sha256; envd
-// checks it in e2b-dev/infra packages/envd/internal/api/auth.go
-// generateSignature, validateSigning). username is the one the URL names.
-func fileSignature(path, operation, username, token string, expiration int64) string {
-	raw := path + ":" + operation + ":" + username + ":" + token + ":" + strconv.FormatInt(expiration, 10)
-	sum := sha256.Sum256([]byte(raw))
-	return "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
-}
 
 // Signed reports whether the sandbox has an envd access token, so that
 // [Envd.DownloadURL] and [Envd.UploadURL] can sign URLs for it.
@@ -55,7 +33,7 @@ func (e *Envd) Signed() bool { return e.token != "" }
 //
 // Operation: GET /files
 func (e *Envd) DownloadURL(path string, expires time.Time) (string, error) {
-	return e.signedURL(OpFilesDownload, signRead, path, expires)
+	return e.signedURL(OpFilesDownload, envdapi.SignRead, path, expires)
 }
 
 // UploadURL returns a URL to which a plain POST, with no header and no
@@ -70,7 +48,7 @@ func (e *Envd) DownloadURL(path string, expires time.Time) (string, error) {
 //
 // Operation: POST /files
 func (e *Envd) UploadURL(path string, expires time.Time) (string, error) {
-	return e.signedURL(OpFilesUpload, signWrite, path, expires)
+	return e.signedURL(OpFilesUpload, envdapi.SignWrite, path, expires)
 }
 
 func (e *Envd) signedURL(op, operation, path string, expires time.Time) (string, error) {
@@ -86,7 +64,7 @@ func (e *Envd) signedURL(op, operation, path string, expires time.Time) (string,
 	q := url.Values{}
 	q.Set("path", path)
 	q.Set("username", e.user)
-	q.Set("signature", fileSignature(path, operation, e.user, e.token, exp))
+	q.Set("signature", envdapi.FileSignature(path, operation, e.user, e.token, &exp))
 	q.Set("signature_expiration", strconv.FormatInt(exp, 10))
 	return e.baseURL + envdapi.FilesPath + "?" + q.Encode(), nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -20,7 +19,6 @@ const (
 
 // Static codes and hints of the url form (BIN-3).
 const (
-	codeUnsigned     = "unsigned_sandbox"
 	codeIsDirectory  = "is_directory"
 	hintUnsigned     = "This sandbox has no envd access token (it was created without secure), so no signed URL can guard its files; use transfer \"inline\"."
 	hintIsDirectory  = "The path is a directory; give the path of a regular file."
@@ -56,21 +54,17 @@ func exclusiveArg(field string) *ToolError {
 // unsignedError refuses the url form for a sandbox without an envd access
 // token (BIN-3).
 func unsignedError() *ToolError {
-	return &ToolError{Category: sandbox.InvalidArgument, Code: codeUnsigned, Field: "transfer", Recovery: hintUnsigned}
+	return &ToolError{Category: sandbox.InvalidArgument, Code: sandbox.CodeUnsigned, Field: "transfer", Recovery: hintUnsigned}
 }
 
 // signedURL signs path for op (the sandbox package's DownloadURL or
-// UploadURL) until now + the configured TTL, at whole seconds. A sandbox
-// without an access token is refused: its URL would be an unguarded
-// capability (BIN-3).
+// UploadURL) until now + the configured TTL, at whole seconds. Its callers
+// have refused a sandbox without an access token (unsignedError) before
+// any daemon call: its URL would be an unguarded capability (BIN-3).
 func signedURL(deps *Deps, sign func(string, time.Time) (string, error), path string) (string, string, error) {
 	expires := deps.Now().Add(deps.Limits.TransferURLTTL).Truncate(time.Second).UTC()
 	u, err := sign(path, expires)
 	if err != nil {
-		var se *sandbox.Error
-		if errors.As(err, &se) && se.Code == sandbox.CodeUnsigned {
-			return "", "", unsignedError()
-		}
 		return "", "", err
 	}
 	return u, expires.Format(time.RFC3339), nil

@@ -185,7 +185,7 @@ func TestTransferURL_UnsignedSandboxRefused(t *testing.T) {
 	c.ok("upload_file", map[string]any{"path": "/tmp/x", "data_base64": "AAEC", "sandbox_id": ext})
 	for _, tool := range []string{"upload_file", "download_file"} {
 		te := c.fail(tool, map[string]any{"path": "/tmp/x", "transfer": "url", "sandbox_id": ext})
-		if te.Category != sandbox.InvalidArgument || te.Field != "transfer" || te.Code != codeUnsigned || te.Recovery != hintUnsigned {
+		if te.Category != sandbox.InvalidArgument || te.Field != "transfer" || te.Code != sandbox.CodeUnsigned || te.Recovery != hintUnsigned {
 			t.Errorf("%s: %+v", tool, te)
 		}
 	}

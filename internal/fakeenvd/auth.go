@@ -1,11 +1,10 @@
 package fakeenvd
 
 import (
-	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"errors"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,25 +15,6 @@ import (
 
 // unauthorizedMessage is envd's 401 message for a missing or wrong token.
 const unauthorizedMessage = "unauthorized access, please provide a valid access token or method signing if supported"
-
-// Signing operations of /files URLs.
-const (
-	SignRead  = "read"
-	SignWrite = "write"
-)
-
-// FileSignature computes the envd URL signature of a /files request:
-// "v1_" + unpadded standard base64 of SHA-256 over
-// "path:operation:username:token" (":expiration" appended when set), as
-// envd and the E2B SDKs compute it. username is "" for the default user.
-func FileSignature(path, operation, username, token string, expiration *int64) string {
-	raw := path + ":" + operation + ":" + username + ":" + token
-	if expiration != nil {
-		raw += ":" + strconv.FormatInt(*expiration, 10)
-	}
-	sum := sha256.Sum256([]byte(raw))
-	return "v1_" + base64.RawStdEncoding.EncodeToString(sum[:])
-}
 
 // tokenOK compares the X-Access-Token header with the configured token.
 func (d *Daemon) tokenOK(r *http.Request) bool {
@@ -76,22 +56,38 @@ func (d *Daemon) checkSigning(r *http.Request, path, operation string) error {
 	if !q.Has("signature") {
 		return errors.New("missing signature query parameter")
 	}
-	var exp *int64
-	if s := q.Get("signature_expiration"); s != "" {
-		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
-		if err != nil {
-			return errors.New("invalid signature expiration")
-		}
-		exp = &v
+	exp, err := SignatureExpiration(q)
+	if err != nil {
+		return err
 	}
-	want := FileSignature(path, operation, q.Get("username"), d.cfg.AccessToken, exp)
-	if subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) != 1 {
+	if !SignatureMatches(q, path, operation, d.cfg.AccessToken, exp) {
 		return errors.New("invalid signature")
 	}
 	if exp != nil && *exp < time.Now().Unix() {
 		return errors.New("signature is already expired")
 	}
 	return nil
+}
+
+// SignatureExpiration reads a signed /files query's signature_expiration:
+// nil when it has none, an error when it is not a Unix time.
+func SignatureExpiration(q url.Values) (*int64, error) {
+	s := q.Get("signature_expiration")
+	if s == "" {
+		return nil, nil
+	}
+	v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64)
+	if err != nil {
+		return nil, errors.New("invalid signature expiration")
+	}
+	return &v, nil
+}
+
+// SignatureMatches reports whether a /files query's signature is token's
+// for path, operation, the query's username and exp.
+func SignatureMatches(q url.Values, path, operation, token string, exp *int64) bool {
+	want := envdapi.FileSignature(path, operation, q.Get("username"), token, exp)
+	return subtle.ConstantTimeCompare([]byte(want), []byte(q.Get("signature"))) == 1
 }
 
 // account finds a user by name; "" is the default user.

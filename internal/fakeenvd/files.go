@@ -52,7 +52,7 @@ func (d *Daemon) filesUser(r *http.Request, operation string) (account, string, 
 
 // serveDownload is GET /files: the raw bytes of one regular file.
 func (d *Daemon) serveDownload(w http.ResponseWriter, r *http.Request) {
-	_, p, herr := d.filesUser(r, SignRead)
+	_, p, herr := d.filesUser(r, envdapi.SignRead)
 	if herr != nil {
 		writeJSONError(w, herr.code, herr.Error())
 		return
@@ -86,7 +86,7 @@ func (d *Daemon) serveDownload(w http.ResponseWriter, r *http.Request) {
 // allowed) or a raw application/octet-stream body, streamed into the
 // filesystem; parents are created and existing files overwritten.
 func (d *Daemon) serveUpload(w http.ResponseWriter, r *http.Request) {
-	a, p, herr := d.filesUser(r, SignWrite)
+	a, p, herr := d.filesUser(r, envdapi.SignWrite)
 	if herr != nil {
 		writeJSONError(w, herr.code, herr.Error())
 		return

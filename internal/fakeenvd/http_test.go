@@ -671,7 +671,7 @@ func TestHTTPAuth(t *testing.T) {
 	// /files: the header or a signature.
 	future, past := time.Now().Add(time.Hour).Unix(), time.Now().Add(-time.Hour).Unix()
 	sig := func(p, op, user string, exp *int64) url.Values {
-		q := url.Values{"path": {p}, "signature": {FileSignature(p, op, user, token, exp)}}
+		q := url.Values{"path": {p}, "signature": {envdapi.FileSignature(p, op, user, token, exp)}}
 		if user != "" {
 			q.Set("username", user)
 		}
@@ -690,12 +690,12 @@ func TestHTTPAuth(t *testing.T) {
 		{"no header no signature", url.Values{"path": {"f.txt"}}, nil, 401, "missing signature query parameter"},
 		{"wrong header", url.Values{"path": {"f.txt"}}, headers{envdapi.AccessTokenHeader: "nope"}, 401, "access token present in header but does not match"},
 		{"header", url.Values{"path": {"f.txt"}}, withToken, 200, "data"},
-		{"signature", sig("f.txt", SignRead, "", nil), nil, 200, "data"},
-		{"signature with user", sig("f.txt", SignRead, "user", nil), nil, 200, "data"},
-		{"signature with expiration", sig("f.txt", SignRead, "", &future), nil, 200, "data"},
-		{"expired signature", sig("f.txt", SignRead, "", &past), nil, 401, "signature is already expired"},
-		{"write signature for read", sig("f.txt", SignWrite, "", nil), nil, 401, "invalid signature"},
-		{"signature for another path", func() url.Values { q := sig("other", SignRead, "", nil); q.Set("path", "f.txt"); return q }(), nil, 401, "invalid signature"},
+		{"signature", sig("f.txt", envdapi.SignRead, "", nil), nil, 200, "data"},
+		{"signature with user", sig("f.txt", envdapi.SignRead, "user", nil), nil, 200, "data"},
+		{"signature with expiration", sig("f.txt", envdapi.SignRead, "", &future), nil, 200, "data"},
+		{"expired signature", sig("f.txt", envdapi.SignRead, "", &past), nil, 401, "signature is already expired"},
+		{"write signature for read", sig("f.txt", envdapi.SignWrite, "", nil), nil, 401, "invalid signature"},
+		{"signature for another path", func() url.Values { q := sig("other", envdapi.SignRead, "", nil); q.Set("path", "f.txt"); return q }(), nil, 401, "invalid signature"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, body := get(envdapi.FilesPath+"?"+tc.q.Encode(), tc.h)
@@ -704,7 +704,7 @@ func TestHTTPAuth(t *testing.T) {
 			}
 		})
 	}
-	code, body := upload(t, e, sig("/tmp/up", SignWrite, "", nil), "application/octet-stream", strings.NewReader("u"), nil)
+	code, body := upload(t, e, sig("/tmp/up", envdapi.SignWrite, "", nil), "application/octet-stream", strings.NewReader("u"), nil)
 	if code != 200 {
 		t.Fatalf("signed upload %d %s", code, body)
 	}
@@ -713,10 +713,10 @@ func TestHTTPAuth(t *testing.T) {
 	}
 	// Uploads are scoped as downloads are: operation, expiry and path.
 	for name, q := range map[string]url.Values{
-		"read signature for an upload": sig("/tmp/up", SignRead, "", nil),
-		"expired upload signature":     sig("/tmp/up", SignWrite, "", &past),
+		"read signature for an upload": sig("/tmp/up", envdapi.SignRead, "", nil),
+		"expired upload signature":     sig("/tmp/up", envdapi.SignWrite, "", &past),
 		"upload signature for another path": func() url.Values {
-			q := sig("/tmp/other", SignWrite, "", &future)
+			q := sig("/tmp/other", envdapi.SignWrite, "", &future)
 			q.Set("path", "/tmp/up")
 			return q
 		}(),
