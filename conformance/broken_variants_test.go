@@ -232,37 +232,15 @@ var renewsAfterClose = transportOnly(func(rt http.RoundTripper) http.RoundTrippe
 })
 
 func leaksAccessToken() *breakage {
-	var mu sync.Mutex
-	var token string
+	book := &tokenBook{}
 	return &breakage{
-		transport: func(rt http.RoundTripper) http.RoundTripper {
-			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				resp, err := rt.RoundTrip(r)
-				if err != nil || r.Method != http.MethodPost || r.URL.Path != "/sandboxes" {
-					return resp, err
-				}
-				data, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				var body struct {
-					Token string `json:"envdAccessToken"`
-				}
-				if json.Unmarshal(data, &body) == nil && body.Token != "" {
-					mu.Lock()
-					token = body.Token
-					mu.Unlock()
-				}
-				resp.Body = io.NopCloser(bytes.NewReader(data))
-				return resp, nil
-			})
-		},
+		transport: book.capture,
 		middleware: func(breakEnv) mcp.Middleware {
 			return func(next mcp.MethodHandler) mcp.MethodHandler {
 				return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 					res, err := next(ctx, method, req)
 					if name, _, ok := toolCall(method, req); ok && err == nil && (name == "get_sandbox" || name == "create_sandbox") {
-						mu.Lock()
-						t := token
-						mu.Unlock()
+						t := book.latest()
 						editToolResult(res, func(m map[string]any) { m["region"] = t })
 					}
 					return res, err
@@ -726,6 +704,16 @@ func (b *tokenBook) capture(rt http.RoundTripper) http.RoundTripper {
 		resp.Body = io.NopCloser(bytes.NewReader(data))
 		return resp, nil
 	})
+}
+
+// latest returns the token captured last ("" before any).
+func (b *tokenBook) latest() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.tokens) == 0 {
+		return ""
+	}
+	return b.tokens[len(b.tokens)-1]
 }
 
 // signer finds the token that signed a /files URL's query.
