@@ -10,12 +10,13 @@ import (
 // server refuses it (bounds.run-code sends "interpreter" to be refused), so
 // it is never reported as an argument "that the contract gives it".
 func TestRefusalCauseLeavesOutBait(t *testing.T) {
+	causes := newCauseReader()
 	bait := `run_code: want a validation error naming interpreter: validating root: unexpected additional properties ["interpreter"]`
-	if key, cause, _ := firstCause(bait); strings.HasPrefix(key, refusalPrefix) || strings.Contains(cause, "contract gives it") {
+	if key, cause, _ := causes.firstCause(bait); strings.HasPrefix(key, refusalPrefix) || strings.Contains(cause, "contract gives it") {
 		t.Errorf("the refusal of the kit's bait is a cause %q: %q", key, cause)
 	}
 	both := `run_code: unexpected tool error: validating root: unexpected additional properties ["interpreter" "language"]`
-	key, cause, args := firstCause(both)
+	key, cause, args := causes.firstCause(both)
 	if key != refusalPrefix+"run_code" || !slices.Equal(args, []string{"language"}) || strings.Contains(cause, "interpreter") {
 		t.Errorf("firstCause = %q, %q, %v; want run_code's refusal of language alone", key, cause, args)
 	}
@@ -25,6 +26,7 @@ func TestRefusalCauseLeavesOutBait(t *testing.T) {
 // undefined argument accepted by any tool, an unknown provider prefix
 // refused without its field.
 func TestKnownCausesGroupAcrossSpecs(t *testing.T) {
+	causes := newCauseReader()
 	for name, msgs := range map[string][]string{
 		"no renewal": {
 			"run_command on a sandbox created with timeout 120 must renew the owned sandbox by 120 s before it returns",
@@ -40,18 +42,18 @@ func TestKnownCausesGroupAcrossSpecs(t *testing.T) {
 			"kill_sandbox sandbox_id=unconfigured-provider: kill_sandbox: the error must name the invalid field",
 		},
 	} {
-		first, _, _ := firstCause(msgs[0])
+		first, _, _ := causes.firstCause(msgs[0])
 		if !strings.HasPrefix(first, "known:") {
 			t.Errorf("%s: %q is no known cause (key %q)", name, msgs[0], first)
 		}
 		for _, m := range msgs[1:] {
-			if key, _, _ := firstCause(m); key != first {
+			if key, _, _ := causes.firstCause(m); key != first {
 				t.Errorf("%s: %q has key %q, want %q", name, m, key, first)
 			}
 		}
 	}
 	// A renewal by the wrong amount is another defect, worded otherwise.
-	if key, _, _ := firstCause("run_command must renew the owned sandbox by the policy, 900 s"); strings.HasPrefix(key, "known:") {
+	if key, _, _ := causes.firstCause("run_command must renew the owned sandbox by the policy, 900 s"); strings.HasPrefix(key, "known:") {
 		t.Errorf("a wrong renewal amount is grouped with no renewal: %q", key)
 	}
 }

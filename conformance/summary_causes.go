@@ -120,9 +120,35 @@ type knownCause struct {
 	re *regexp.Regexp
 	// refusal marks the cause whose match is a tool (m[1]) and the
 	// arguments its schema refuses (m[2]): one group per tool, listing
-	// every argument any spec met.
+	// every argument any spec met, worded by refusalText.
 	refusal bool
 	text    func(m []string) string
+}
+
+// causeReader finds failure messages' first causes: the known causes,
+// compiled once, and the arguments the contract gives each tool (any other
+// refused argument is the kit's bait).
+type causeReader struct {
+	known []knownCause
+	// args holds each tool's input properties in the reference server's
+	// schema, which TestToolSnapshots pins.
+	args map[string]map[string]bool
+}
+
+// newCauseReader compiles the known causes and reads the contract's
+// arguments, once per summary.
+func newCauseReader() *causeReader {
+	args := map[string]map[string]bool{}
+	for _, t := range server.AllTools(nil) {
+		props := map[string]bool{}
+		if in, ok := t.Def.InputSchema.(*jsonschema.Schema); ok {
+			for name := range in.Properties {
+				props[name] = true
+			}
+		}
+		args[t.Name()] = props
+	}
+	return &causeReader{known: knownCauses(), args: args}
 }
 
 // knownCauses are causes that show through many specs' messages: a tool's
@@ -131,9 +157,7 @@ type knownCause struct {
 func knownCauses() []knownCause {
 	tools := strings.Join(ContractTools(), "|")
 	return []knownCause{
-		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), refusal: true, text: func(m []string) string {
-			return refusalText(m[1], refusedArgs(m[1], m[2]))
-		}},
+		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), refusal: true},
 		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), text: func(m []string) string {
 			return fmt.Sprintf("TOOLS-3: %s's results have no structuredContent object, so the kit cannot read their values", m[1])
 		}},
@@ -161,9 +185,10 @@ func refusalText(tool string, args []string) string {
 // refusedArgs returns the arguments of an "unexpected additional
 // properties" list that the contract gives tool, sorted. The others are
 // the kit's bait: names it sends to be refused ("zq_" names, and the
-// unknown-argument cases such as run_code's "interpreter").
-func refusedArgs(tool, list string) []string {
-	given := contractArgs(tool)
+// unknown-argument cases such as run_code's "interpreter"), whose refusal
+// is what the spec asks for, not a cause.
+func (c *causeReader) refusedArgs(tool, list string) []string {
+	given := c.args[tool]
 	var args []string
 	for _, a := range strings.Fields(strings.ReplaceAll(list, `"`, "")) {
 		if given[a] && !slices.Contains(args, a) {
@@ -174,31 +199,6 @@ func refusedArgs(tool, list string) []string {
 	return args
 }
 
-// kitBait reports whether a known cause's match names only arguments the
-// kit sends to be refused: their refusal is what the spec asks for, not a
-// cause.
-func kitBait(m []string) bool {
-	return len(m) >= 3 && len(refusedArgs(m[1], m[2])) == 0
-}
-
-// contractArgs returns the input properties the contract gives tool: the
-// reference server's schema, which TestToolSnapshots pins.
-func contractArgs(tool string) map[string]bool {
-	for _, t := range server.AllTools(nil) {
-		if t.Name() != tool {
-			continue
-		}
-		props := map[string]bool{}
-		if in, ok := t.Def.InputSchema.(*jsonschema.Schema); ok {
-			for name := range in.Properties {
-				props[name] = true
-			}
-		}
-		return props
-	}
-	return nil
-}
-
 // firstCause returns the key and the words of a failure message's first
 // cause: a known cause in any of its lines (a message of several problems
 // lists one a line), else its first problem line, grouped with the lines
@@ -207,15 +207,19 @@ func contractArgs(tool string) map[string]bool {
 // A tool's refused arguments are one cause, whichever of them a message
 // names: the key is the tool's, and args are the arguments this message
 // names (the group lists them all).
-func firstCause(msg string) (key, cause string, args []string) {
+func (c *causeReader) firstCause(msg string) (key, cause string, args []string) {
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
-	for _, kc := range knownCauses() {
+	for _, kc := range c.known {
 		for _, l := range lines {
-			if m := kc.re.FindStringSubmatch(l); m != nil && !kitBait(m) {
-				text := kc.text(m)
-				if kc.refusal {
-					return refusalPrefix + m[1], text, refusedArgs(m[1], m[2])
+			m := kc.re.FindStringSubmatch(l)
+			switch {
+			case m == nil:
+			case kc.refusal:
+				if args := c.refusedArgs(m[1], m[2]); len(args) > 0 {
+					return refusalPrefix + m[1], refusalText(m[1], args), args
 				}
+			default:
+				text := kc.text(m)
 				return "known:" + text, text, nil
 			}
 		}
@@ -262,6 +266,7 @@ func entryValue(sr types.SpecReport, name string) string {
 // line once IDs and numbers are left out. A group of one keeps the spec's
 // own line.
 func writeFailures(w io.Writer, r ginkgo.Report) {
+	causes := newCauseReader()
 	groups := map[string]*failureGroup{}
 	var order []string
 	add := func(key, cause, id string, rules []string, detail string, args ...string) {
@@ -317,7 +322,7 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 				if cause := entryValue(sr, causeEntry); cause != "" {
 					add("cause:"+cause, cause, id, nil, "")
 				} else {
-					key, cause, args := firstCause(msg)
+					key, cause, args := causes.firstCause(msg)
 					add(key, cause, id, rules, "", args...)
 				}
 			}
