@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -22,8 +23,9 @@ const (
 	// lifetime end_at - started_at, two reads of one sandbox).
 	cloudEndTolerance = 5 * time.Second
 	// cloudClockSkew is how far the provider's clock may stray from the
-	// kit's when an end time is compared with the kit's own now + timeout.
-	cloudClockSkew = 60 * time.Second
+	// kit's when an end time is compared with the kit's own now + timeout:
+	// the skew by which the sweep leaves alone a sandbox older than the run.
+	cloudClockSkew = cloudstate.ClockSkew
 )
 
 // cloudSpecs cross-check the server against the real platform through the
