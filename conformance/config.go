@@ -75,8 +75,8 @@ type Config struct {
 	// tool error (the reference server: serve --provider-timeout and
 	// --file-timeout). The deadline specs (errors.hang, errors.drip,
 	// errors.oversized) make the provider hold or stretch its answers and
-	// expect every tool error within this deadline plus a grace of half of
-	// it (at least 2 s). The in-process reference server is started with
+	// expect every tool error within this deadline plus a grace: half of it,
+	// and a slack measured in the same run from the latency of no-op calls. The in-process reference server is started with
 	// it; zero gives it [DefaultInProcessDeadline]. For a server in
 	// another process zero means unknown: the deadline specs are skipped
 	// (failed with RequireAll). At most [MaxProviderDeadline], and
@@ -220,13 +220,6 @@ func (c *Config) providerDeadline() (time.Duration, bool) {
 	return 0, false
 }
 
-// deadlineGrace is how much later than its provider deadline d a server may
-// answer: half of d, at least 2 s (a call may make a request or two
-// before the one that hangs, and a loaded machine is slow).
-func deadlineGrace(d time.Duration) time.Duration {
-	return max(d/2, 2*time.Second)
-}
-
 // NewConfig returns a Config with every default: the in-process reference
 // server, the fake on a free loopback port.
 func NewConfig() *Config {
@@ -316,8 +309,8 @@ func (c *Config) Validate() error {
 	if c.ProviderDeadline > MaxProviderDeadline {
 		errs = append(errs, fmt.Errorf("provider deadline %v: at most %v (the deadline specs hold the provider's answers past it, once per tool)", c.ProviderDeadline, MaxProviderDeadline))
 	}
-	if d, ok := c.providerDeadline(); ok && c.CallTimeout > 0 && c.CallTimeout <= d+deadlineGrace(d) {
-		errs = append(errs, fmt.Errorf("call timeout %v must exceed the provider deadline %v plus its grace %v", c.CallTimeout, d, deadlineGrace(d)))
+	if d, ok := c.providerDeadline(); ok && c.CallTimeout > 0 && c.CallTimeout <= d+deadlineGrace(d, 0) {
+		errs = append(errs, fmt.Errorf("call timeout %v must exceed the provider deadline %v plus its grace %v", c.CallTimeout, d, deadlineGrace(d, 0)))
 	}
 	if c.RunID != "" && !cloudstate.ValidRunID(c.RunID) {
 		errs = append(errs, fmt.Errorf("run ID %q: want letters, digits, '.', '_' or '-' (at most 64)", c.RunID))

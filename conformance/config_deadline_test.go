@@ -47,14 +47,11 @@ func TestConfigProviderDeadline(t *testing.T) {
 			}
 		})
 	}
-	if got := deadlineGrace(5 * time.Second); got != 2500*time.Millisecond {
-		t.Errorf("grace of 5s = %v, want 2.5s", got)
+	if got := deadlineGrace(5*time.Second, 0); got != 2500*time.Millisecond {
+		t.Errorf("grace of 5s with no slack = %v, want 2.5s", got)
 	}
-	if got := deadlineGrace(DefaultInProcessDeadline); got != 2*time.Second {
-		t.Errorf("grace of the in-process default %v = %v, want the 2s floor", DefaultInProcessDeadline, got)
-	}
-	if got := deadlineGrace(time.Second); got != 2*time.Second {
-		t.Errorf("grace of 1s = %v, want the 2s floor", got)
+	if got := deadlineGrace(DefaultInProcessDeadline, 3*time.Second); got != 4*time.Second {
+		t.Errorf("grace of the in-process default %v with 3s of measured slack = %v, want 4s", DefaultInProcessDeadline, got)
 	}
 	if got := NewConfig().redacted()["provider_deadline"]; got != DefaultInProcessDeadline.String() {
 		t.Errorf("the redacted configuration states the provider deadline as %v, want %v", got, DefaultInProcessDeadline)

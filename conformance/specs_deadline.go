@@ -22,7 +22,8 @@ import (
 // every tool, each tool in a session and on a sandbox of its own, all at
 // once. Every call must end in a categorized tool error (or, where the
 // answer can arrive whole, a success) within the server's deadline plus a
-// grace, leak nothing, and leave no request to the provider in flight: a
+// grace (half of it, and a slack measured in the same run: latency.go),
+// leak nothing, and leave no request to the provider in flight: a
 // server that stops waiting without cancelling its request keeps a
 // connection and the goroutine serving it alive. Then the same call,
 // without the fault, must succeed.
@@ -180,11 +181,12 @@ func deadlineSetup(ctx context.Context, tc *TestContext, f deadlineFault) []*dea
 }
 
 // deadlineCall makes every case's call under its fault, parallel at a time
-// (0: all at once), each within limit, and records each result and how long
-// it took. A create runs after the others when a list is among them: a
-// server may look for the sandbox a failed create left with a list of its
-// own, which must not take the list case's fault.
-func deadlineCall(ctx context.Context, cases []*deadlineCase, limit time.Duration, parallel int) {
+// (0: all at once), each within limit() (read as the call goes on), and
+// records each result and how long it took. A create runs after the others
+// when a list is among them: a server may look for the sandbox a failed
+// create left with a list of its own, which must not take the list case's
+// fault.
+func deadlineCall(ctx context.Context, cases []*deadlineCase, limit func() time.Duration, parallel int) {
 	isCreate := func(c *deadlineCase) bool { return c.mode.op == sandbox.OpCreateSandbox }
 	hasList := slices.ContainsFunc(cases, func(c *deadlineCase) bool { return c.mode.op == sandbox.OpListSandboxes })
 	if hasList && slices.ContainsFunc(cases, isCreate) {
@@ -197,7 +199,7 @@ func deadlineCall(ctx context.Context, cases []*deadlineCase, limit time.Duratio
 }
 
 // deadlineCallAll makes the cases' calls at once, parallel at a time.
-func deadlineCallAll(ctx context.Context, cases []*deadlineCase, limit time.Duration, parallel int) {
+func deadlineCallAll(ctx context.Context, cases []*deadlineCase, limit func() time.Duration, parallel int) {
 	if parallel <= 0 {
 		parallel = len(cases)
 	}
@@ -207,7 +209,7 @@ func deadlineCallAll(ctx context.Context, cases []*deadlineCase, limit time.Dura
 		wg.Go(func() {
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			cctx, cancel := context.WithTimeout(ctx, limit)
+			cctx, cancel := elasticContext(ctx, limit)
 			defer cancel()
 			start := time.Now()
 			c.result = c.env.s.Call(cctx, c.mode.tool, c.args)
@@ -217,18 +219,23 @@ func deadlineCallAll(ctx context.Context, cases []*deadlineCase, limit time.Dura
 	wg.Wait()
 }
 
-// deadlineBody is the body of the spec of one deadline fault.
+// deadlineBody is the body of the spec of one deadline fault. The grace
+// past the deadline is measured: no-op calls on a session of its own before
+// and while the faulted calls run (latency.go).
 func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
 	return func(ctx context.Context, tc *TestContext) {
 		d, known := tc.Config.providerDeadline()
 		if !known {
 			skipOrFail(tc, "the server's provider deadline is unknown: give it with --provider-deadline (Config.ProviderDeadline), as the server was started with")
 		}
-		grace := deadlineGrace(d)
 		cases := deadlineSetup(ctx, tc, f)
 		if len(cases) == 0 {
 			ginkgo.Skip("the server advertises none of the tools this spec needs")
 		}
+		gauge := &latencyGauge{}
+		probe := tc.Connect(ctx)
+		gauge.measure(ctx, probe, latencySamples, tc.Config.CallTimeout)
+		grace := func() time.Duration { return deadlineGrace(d, gauge.slack()) }
 		for _, c := range cases {
 			// Only the call's own request: a server may go on with work
 			// of its own later (looking for a sandbox a failed create
@@ -238,30 +245,37 @@ func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
 			c.fault = tc.Fake.InjectFault(fault)
 		}
 		check := newErrsChecker(tc)
+		stop := gauge.watch(ctx, probe, tc.Config.CallTimeout)
 		// The kit waits longer than the server may take, to tell a late
 		// answer from none.
-		deadlineCall(ctx, cases, d+2*grace, f.parallel)
+		deadlineCall(ctx, cases, func() time.Duration { return d + 2*grace() }, f.parallel)
+		deadlineAwaitIdle(ctx, check, cases, f, grace)
+		stop()
 		for _, c := range cases {
-			deadlineCheck(check, c, f, d, grace)
+			deadlineCheck(check, c, f, d, grace())
 		}
-		// Every request the server gave up on must end: the fault holds a
-		// hung request until released, so only the server's cancelling it
-		// ends it now. One grace for all of them.
-		wctx, cancel := context.WithTimeout(ctx, grace)
-		for _, c := range cases {
-			if err := c.fault.WaitIdle(wctx); err != nil {
-				check.addf("%s: %d request(s) to the provider still in flight %v after the answer: the server stopped waiting without cancelling them",
-					c.label(f), c.fault.InFlight(), grace)
-			}
-		}
-		cancel()
 		for _, c := range cases {
 			c.fault.Clear()
 			c.fault.Release()
 		}
-		ginkgo.AddReportEntry("deadline", deadlineReport(cases, d, grace))
-		deadlineFollowUp(ctx, check, cases, f, d+2*grace)
+		ginkgo.AddReportEntry("deadline", deadlineReport(cases, d, grace(), gauge.samples()))
+		deadlineFollowUp(ctx, check, cases, f, d+2*grace())
 		check.done()
+	}
+}
+
+// deadlineAwaitIdle checks that every request the server gave up on ends:
+// the fault holds a hung request until released, so only the server's
+// cancelling it ends it now. One grace for all of them, from the end of the
+// calls.
+func deadlineAwaitIdle(ctx context.Context, check *errsChecker, cases []*deadlineCase, f deadlineFault, grace func() time.Duration) {
+	wctx, cancel := elasticContext(ctx, grace)
+	defer cancel()
+	for _, c := range cases {
+		if err := c.fault.WaitIdle(wctx); err != nil {
+			check.addf("%s: %d request(s) to the provider still in flight %v after the answer: the server stopped waiting without cancelling them",
+				c.label(f), c.fault.InFlight(), grace().Round(time.Millisecond))
+		}
 	}
 }
 
@@ -270,7 +284,8 @@ func deadlineCheck(check *errsChecker, c *deadlineCase, f deadlineFault, d, grac
 	label := c.label(f)
 	r := c.result
 	if c.took > d+grace {
-		check.addf("%s: answered after %v, past the provider deadline %v plus %v", label, c.took.Round(time.Millisecond), d, grace)
+		check.addf("%s: answered after %v, past the provider deadline %v plus %v (half of it, and %d times the slowest no-op call of the run)",
+			label, c.took.Round(time.Millisecond), d, grace.Round(time.Millisecond), latencyScale)
 	}
 	cats, successOK := f.want(c.mode)
 	switch {
@@ -343,9 +358,10 @@ func deadlineFollowUp(ctx context.Context, check *errsChecker, cases []*deadline
 }
 
 // deadlineReport describes each call's outcome and how long it took.
-func deadlineReport(cases []*deadlineCase, d, grace time.Duration) string {
+func deadlineReport(cases []*deadlineCase, d, grace time.Duration, samples int) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "provider deadline %v, grace %v, %d tools\n", d, grace, len(cases))
+	fmt.Fprintf(&b, "provider deadline %v, grace %v (half the deadline and %d times the slowest of %d no-op calls), %d tools\n",
+		d, grace.Round(time.Millisecond), latencyScale, samples, len(cases))
 	for _, c := range cases {
 		outcome := "success"
 		switch {

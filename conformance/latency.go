@@ -1,0 +1,145 @@
+package conformance
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// A spec that holds a server to a wall-clock bound (its provider deadline)
+// allows, past the bound, a slack measured in the same run rather than a
+// fixed grace: how long a call that does no work (tools/list) takes on the
+// same target, before and while the spec's own calls run. On a loaded
+// machine every answer is late by about the same scheduling delay, and the
+// no-op shows it; a server that ignores its deadline is late by the whole
+// hold, which no slack reaches (the broken variants of broken_deadline_test.go).
+
+// latencyScale is how many no-op round trips of slack a call past its
+// bound gets: the faulted call is an MCP round trip plus a provider request
+// or two before the held one, and its cancellation, each at most about a
+// no-op's cost on the same machine at the same time.
+const latencyScale = 8
+
+// latencySamples is how many no-op calls measure the target before a spec's
+// calls start.
+const latencySamples = 5
+
+// latencyGauge keeps the slowest no-op round trip seen on a target.
+type latencyGauge struct {
+	mu    sync.Mutex
+	worst time.Duration
+	n     int
+}
+
+// noopCall makes one call that does no work on s (tools/list) and returns
+// how long it took.
+func noopCall(ctx context.Context, s *Session) (time.Duration, error) {
+	start := time.Now()
+	_, err := s.MCP().ListTools(ctx, nil)
+	return time.Since(start), err
+}
+
+// add records one round trip.
+func (g *latencyGauge) add(took time.Duration) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.worst = max(g.worst, took)
+	g.n++
+}
+
+// measure makes n no-op calls on s one after another, each bounded by
+// limit, and records each. A call that fails (the session broke) records
+// how long it took to fail and ends the measurement.
+func (g *latencyGauge) measure(ctx context.Context, s *Session, n int, limit time.Duration) {
+	for range n {
+		cctx, cancel := context.WithTimeout(ctx, limit)
+		took, err := noopCall(cctx, s)
+		cancel()
+		g.add(took)
+		if err != nil {
+			return
+		}
+	}
+}
+
+// watch makes a no-op call on s every latencyPoll (or right after the
+// last, when that took longer) until stop is called, each bounded by limit:
+// the load of the machine while other calls run, without adding much.
+func (g *latencyGauge) watch(ctx context.Context, s *Session, limit time.Duration) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(latencyPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-tick.C:
+			}
+			cctx, ccancel := context.WithTimeout(wctx, limit)
+			took, err := noopCall(cctx, s)
+			ccancel()
+			if wctx.Err() != nil {
+				return // cut short by stop: not a measurement
+			}
+			g.add(took)
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// slack returns the measured allowance: latencyScale times the slowest
+// no-op round trip seen so far.
+func (g *latencyGauge) slack() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return latencyScale * g.worst
+}
+
+// samples returns how many round trips were measured.
+func (g *latencyGauge) samples() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// deadlineGrace is how much later than its provider deadline d a server may
+// answer (ERR-3): half of d, the contract's tolerance for a call that makes
+// a request or two before the one held, plus the slack measured on the
+// machine now.
+func deadlineGrace(d, slack time.Duration) time.Duration {
+	return d/2 + slack
+}
+
+// latencyPoll is how often an elastic bound is looked at again.
+const latencyPoll = 20 * time.Millisecond
+
+// elasticContext returns a context that ends when ctx does, or once
+// limit() has passed since it was made: limit is read again as time goes
+// by, so a bound that grows with the measured slack lets a call that the
+// machine's load delays go on, where a fixed one would cut it off.
+func elasticContext(ctx context.Context, limit func() time.Duration) (context.Context, context.CancelFunc) {
+	start := time.Now()
+	ectx, cancel := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(latencyPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ectx.Done():
+				return
+			case <-tick.C:
+				if time.Since(start) >= limit() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ectx, cancel
+}

@@ -1,0 +1,48 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// The slack is latencyScale times the slowest no-op round trip measured,
+// and grows with it.
+func TestLatencyGaugeSlack(t *testing.T) {
+	g := &latencyGauge{}
+	if g.slack() != 0 {
+		t.Fatalf("slack before any sample = %v, want 0", g.slack())
+	}
+	g.add(3 * time.Millisecond)
+	g.add(40 * time.Millisecond)
+	g.add(time.Millisecond)
+	if want := latencyScale * 40 * time.Millisecond; g.slack() != want || g.samples() != 3 {
+		t.Errorf("slack = %v over %d samples, want %v over 3", g.slack(), g.samples(), want)
+	}
+}
+
+// An elastic context ends once its limit has passed, and with its parent;
+// a limit read again later can keep it going.
+func TestElasticContext(t *testing.T) {
+	ctx, cancel := elasticContext(context.Background(), func() time.Duration { return 0 })
+	defer cancel()
+	<-ctx.Done() // a limit already passed: the test's own timeout catches a context that never ends
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("err = %v, want canceled", ctx.Err())
+	}
+
+	parent, stop := context.WithCancel(context.Background())
+	var reads atomic.Int32
+	ctx, cancel = elasticContext(parent, func() time.Duration { reads.Add(1); return time.Hour })
+	defer cancel()
+	for reads.Load() < 3 { // wait until the limit was read again a few times
+		time.Sleep(latencyPoll)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("ended under an unreached limit: %v", ctx.Err())
+	}
+	stop()
+	<-ctx.Done()
+}
