@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -40,10 +39,8 @@ func TestKitPassesCorrectAlternatives(t *testing.T) {
 	}
 	for _, a := range correctAlternatives() {
 		t.Run(a.name, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestCorrectAlternativeChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), alternativeEnv+"="+a.name)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("a server that %s fails %s: %v\n%s", a.design, strings.Join(a.specs, ", "), err, tail(out))
+			if r := runChild(t, "TestCorrectAlternativeChild", alternativeEnv+"="+a.name); r.err != nil {
+				t.Errorf("a server that %s fails %s: %s", a.design, strings.Join(a.specs, ", "), r.explain())
 			}
 		})
 	}
@@ -59,7 +56,7 @@ func TestCorrectAlternativeChild(t *testing.T) {
 		if a.name == name {
 			cfg := NewConfig()
 			cfg.setBreakage(a.make())
-			RunWith(t, cfg, &RunOptions{LabelFilter: strings.Join(a.specs, " || ")})
+			RunWith(t, cfg, childOptions(&RunOptions{LabelFilter: strings.Join(a.specs, " || ")}))
 			return
 		}
 	}

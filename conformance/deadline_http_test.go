@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"os"
-	"os/exec"
 	"testing"
 	"time"
 )
@@ -20,10 +19,8 @@ func TestDeadlineSpecsOverHTTP(t *testing.T) {
 		t.Skip("inside a child run")
 	}
 	t.Parallel()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestDeadlineChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), deadlineChildEnv+"="+freeLoopbackAddr(t))
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the deadline specs failed against the reference server over HTTP: %v\n%s", err, tail(out))
+	if r := runChild(t, "TestDeadlineChild", deadlineChildEnv+"="+freeLoopbackAddr(t)); r.err != nil {
+		t.Fatalf("the deadline specs failed against the reference server over HTTP: %s", r.explain())
 	}
 }
 
@@ -38,7 +35,7 @@ func TestDeadlineChild(t *testing.T) {
 	targetTestHTTPServer(cfg, addr, providerTimeoutEnv+"="+timeout.String())
 	cfg.ProviderDeadline = timeout
 	cfg.RequireAll = true
-	if !RunWith(t, cfg, &RunOptions{LabelFilter: "errors.hang || errors.drip || errors.oversized"}) {
+	if !RunWith(t, cfg, childOptions(&RunOptions{LabelFilter: "errors.hang || errors.drip || errors.oversized"})) {
 		t.Fatal("the reference server over HTTP fails the deadline specs")
 	}
 }

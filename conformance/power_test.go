@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -22,24 +21,22 @@ func TestKitCatchesBrokenServers(t *testing.T) {
 	for _, v := range brokenVariants() {
 		t.Run(v.name, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenVariantChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), variantEnv+"="+v.name)
-			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatalf("the kit did not catch %q (%s): every %s spec passed\n%s", v.name, v.defect, v.family, tail(out))
+			r := runChild(t, "TestBrokenVariantChild", variantEnv+"="+v.name)
+			if r.err == nil {
+				t.Fatalf("the kit did not catch %q (%s): every %s spec passed", v.name, v.defect, v.family)
 			}
 			var ids []string
-			for _, id := range failedSpecs(summaryOf(string(out))) {
+			for _, id := range failedSpecs(summaryOf(string(r.out))) {
 				if strings.HasPrefix(id, string(v.family)+".") {
 					ids = append(ids, id)
 				}
 			}
 			if len(ids) == 0 {
-				t.Fatalf("the child run failed, but no %s spec failed (a crash or a setup failure?)\n%s", v.family, tail(out))
+				t.Fatalf("the child run failed, but no %s spec failed (a crash or a setup failure?): %s", v.family, r.explain())
 			}
 			for _, want := range focusedSpecs[v.name] {
 				if !slices.Contains(ids, want) {
-					t.Errorf("%s (%s) was caught by %s, but not by %s\n%s", v.name, v.defect, strings.Join(ids, ", "), want, tail(out))
+					t.Errorf("%s (%s) was caught by %s, but not by %s: %s", v.name, v.defect, strings.Join(ids, ", "), want, r.explain())
 				}
 			}
 			t.Logf("%s caught by %s", v.name, strings.Join(ids, ", "))
@@ -65,7 +62,7 @@ func TestBrokenVariantChild(t *testing.T) {
 		if ids := focusedSpecs[name]; len(ids) > 0 {
 			filter = strings.Join(ids, " || ")
 		}
-		RunWith(t, cfg, &RunOptions{LabelFilter: filter})
+		RunWith(t, cfg, childOptions(&RunOptions{LabelFilter: filter}))
 		return
 	}
 	t.Fatalf("unknown variant %q", name)

@@ -2,7 +2,7 @@ package conformance
 
 import (
 	"os"
-	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
@@ -14,21 +14,27 @@ const routesEnv = "SANDBOXKIT_FAKE_ROUTES"
 // server once per create/connect route family, each against a fake that
 // refuses the other family (v1 only: the reference server's default, as the
 // Python SDK; v2 only: the server configured with routes "v2", as the JS SDK
-// 2.x calls them). Each run is a child process: Ginkgo runs one suite per
-// process.
+// 2.x calls them). Each run is a child process (Ginkgo runs one suite per
+// process), and they run one after the other: two whole kits under the race
+// detector at once would double the load of every spec's calls, the
+// deadline specs' included. A failure names the family it happened on and
+// each failed spec with its message.
 func TestReferenceServerRouteFamilies(t *testing.T) {
 	if os.Getenv(routesEnv) != "" {
 		t.Skip("inside a child run")
 	}
+	var failed []string
 	for _, family := range []string{"v1", "v2"} {
 		t.Run(family, func(t *testing.T) {
-			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestRouteFamilyChild$", "-test.count=1")
-			cmd.Env = append(os.Environ(), routesEnv+"="+family)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("the reference server fails the kit on the %s routes only: %v\n%s", family, err, tail(out))
+			r := runChild(t, "TestRouteFamilyChild", routesEnv+"="+family)
+			if r.err != nil {
+				failed = append(failed, family)
+				t.Fatalf("against a fake that serves only the %s create/connect routes, the reference server fails the kit: %s", family, r.explain())
 			}
 		})
+	}
+	if len(failed) == 2 {
+		t.Errorf("both route families fail (%s): look first at what their failures share, not at the routes", strings.Join(failed, ", "))
 	}
 }
 
@@ -44,7 +50,7 @@ func TestRouteFamilyChild(t *testing.T) {
 	default:
 		t.Skip("run by TestReferenceServerRouteFamilies")
 	}
-	if !RunWith(t, cfg, nil) {
+	if !RunWith(t, cfg, childOptions(nil)) {
 		t.Fatal("the reference server fails the conformance kit")
 	}
 }
