@@ -143,3 +143,21 @@ func elasticContext(ctx context.Context, limit func() time.Duration) (context.Co
 	}()
 	return ectx, cancel
 }
+
+// allow returns d, a bound that holds on an idle machine, plus the slack
+// measured on the target now: latencyScale times the slowest of
+// latencySamples no-op calls (tools/list) on a session of the spec's own,
+// opened and closed at the spec's first allow. Specs bound their waits and their
+// "promptly" checks with it, so that a loaded machine delays them no more
+// than it delays the server.
+func (tc *TestContext) allow(ctx context.Context, d time.Duration) time.Duration {
+	tc.loadOnce.Do(func() {
+		s, err := tc.ConnectVersion(ctx, ProtocolVersion)
+		if err != nil {
+			return // no slack: the spec's own calls will say why
+		}
+		tc.load.measure(ctx, s, latencySamples, tc.Config.CallTimeout)
+		_ = s.Close(ctx) // allow may come after the spec's sessions closed
+	})
+	return d + tc.load.slack()
+}

@@ -37,7 +37,7 @@ func backgroundSpecs() []Spec {
 				bgStart(ctx, tc, s, map[string]any{"command": "true"}) // the sandbox exists before the clock starts
 				start := time.Now()
 				id, sb := bgStart(ctx, tc, s, map[string]any{"command": "echo started; sleep 30; echo never"})
-				gomega.Expect(time.Since(start)).To(gomega.BeNumerically("<", bgPrompt), "start_background_command must not wait for the command")
+				gomega.Expect(time.Since(start)).To(gomega.BeNumerically("<", tc.allow(ctx, bgPrompt)), "start_background_command must not wait for the command")
 				gomega.Expect(sb).NotTo(gomega.BeEmpty())
 				var o bgOut
 				gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool {
@@ -286,7 +286,7 @@ func bgReadAll(ctx context.Context, tc *TestContext, s *Session, id string, maxB
 	var all bgAll
 	var out, errs strings.Builder
 	cursor := ""
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(tc.allow(ctx, 20*time.Second))
 	for {
 		gomega.Expect(time.Now().Before(deadline)).To(gomega.BeTrue(), "the command's output did not end within 20 s (%d reads)", all.reads)
 		o := bgGet(ctx, tc, s, id, cursor, maxBytes)

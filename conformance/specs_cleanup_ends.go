@@ -75,7 +75,7 @@ func specShutdown(ctx context.Context, tc *TestContext) {
 	s.mustRun(ctx, ext)
 	tc.Fake.Journal().Reset()
 
-	sctx, cancel := context.WithTimeout(ctx, tc.Config.settle()+5*time.Second)
+	sctx, cancel := context.WithTimeout(ctx, tc.allow(ctx, tc.Config.settle()+5*time.Second))
 	defer cancel()
 	gomega.Expect(shutdown(sctx)).To(gomega.Succeed(), "shut the server down")
 	tc.waitGone(ctx, "after the server shut down", owned...)

@@ -283,7 +283,7 @@ func specCloseDuringUpdate(ctx context.Context, tc *TestContext) {
 	for what, ch := range map[string]chan struct{}{"closing the session's transport": aborted, "the set_sandbox_timeout call": called} {
 		select {
 		case <-ch:
-		case <-time.After(tc.Config.SettleTimeout + 5*time.Second):
+		case <-time.After(tc.allow(ctx, tc.Config.SettleTimeout+5*time.Second)):
 			ginkgo.Fail(what + " did not end after the session closed")
 		}
 	}
