@@ -10,6 +10,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,16 +51,50 @@ func (f *conformFlags) parallelBlocker() string {
 
 // claimIn returns the claim of a process of a parallel run: a spec is this
 // process's when it is the first to create the spec's file in dir (an
-// exclusive create: exactly one process wins each spec).
+// exclusive create: exactly one process wins each spec). The file holds the
+// process's ID, so that the parent can name the spec a crashed process was
+// running.
 func claimIn(dir string) func(specID string) bool {
 	return func(specID string) bool {
 		f, err := os.OpenFile(filepath.Join(dir, specID), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 		if err != nil {
 			return false
 		}
+		_, _ = f.WriteString(strconv.Itoa(os.Getpid()))
 		_ = f.Close()
 		return true
 	}
+}
+
+// specIDLabel matches a spec ID among a spec's labels.
+var specIDLabel = regexp.MustCompile(`^[a-z]+\.[a-z0-9-]+$`)
+
+// unfinishedClaims returns the specs the process pid claimed in dir that no
+// process reported run: those it was running when it ended.
+func unfinishedClaims(dir string, pid int, merged types.Report) []string {
+	ran := map[string]bool{}
+	for _, sr := range merged.SpecReports {
+		if isClaimSkip(sr) {
+			continue
+		}
+		for _, l := range sr.Labels() {
+			if specIDLabel.MatchString(l) {
+				ran[l] = true
+			}
+		}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err == nil && string(data) == strconv.Itoa(pid) && !ran[e.Name()] {
+			ids = append(ids, e.Name())
+		}
+	}
+	return ids
 }
 
 // childArgs rebuilds the command line of one shard from the flags the user
@@ -86,6 +123,9 @@ type shardResult struct {
 	err     error
 	state   *os.ProcessState
 	reports []types.Report
+	// unfinished are the specs the process claimed and left without a
+	// result: the spec it was running when it crashed.
+	unfinished []string
 }
 
 // runParallel runs the selected specs in procs processes of this binary,
@@ -132,6 +172,11 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	wg.Wait()
 	stdout := cmd.OutOrStdout()
 	merged, ok := mergeReports(results, time.Since(start))
+	for _, r := range results {
+		if r.state != nil {
+			r.unfinished = unfinishedClaims(claims, r.state.Pid(), merged)
+		}
+	}
 	conformance.WriteBanner(stdout, merged)
 	details, err := writeDetails(stdout, f, results)
 	if err != nil {
@@ -257,6 +302,14 @@ func reportNote(r *shardResult) string {
 	return ", and left no report"
 }
 
+// unfinishedNote names the specs a crashed process left without a result.
+func unfinishedNote(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return " while it ran " + strings.Join(ids, ", ") + " (no result for it)"
+}
+
 // writeDetails writes every process's own output (Ginkgo's full block for
 // each failed spec, with its transcript and the server's log) to the
 // details file, and with --verbose to the console too; the console gets
@@ -275,7 +328,8 @@ func writeDetails(stdout io.Writer, f *conformFlags, results []*shardResult) (st
 			fmt.Fprint(stdout, head)
 			_, _ = stdout.Write(r.out.Bytes())
 		} else if r.state == nil || !r.state.Success() || len(r.reports) == 0 {
-			fmt.Fprintf(stdout, "--- process %d of %d ended abnormally or left no report; the end of its output:\n%s", i+1, len(results), lastLines(r.out.String(), 15))
+			fmt.Fprintf(stdout, "--- process %d of %d ended abnormally or left no report%s; the end of its output:\n%s",
+				i+1, len(results), unfinishedNote(r.unfinished), lastLines(r.out.String(), 15))
 		}
 	}
 	if err := file.Close(); err != nil {

@@ -74,6 +74,29 @@ func TestClaimIn(t *testing.T) {
 	}
 }
 
+// A crashed process is named with the spec it was running: one it claimed
+// that no process reported run.
+func TestUnfinishedClaims(t *testing.T) {
+	dir := t.TempDir()
+	claim := claimIn(dir)
+	claim("errors.hang")
+	claim("errors.drip")
+	if err := os.WriteFile(filepath.Join(dir, "errors.oversized"), []byte("1"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	merged := types.Report{SpecReports: []types.SpecReport{
+		{LeafNodeType: types.NodeTypeIt, LeafNodeLabels: []string{"errors", "errors.hang"}, State: types.SpecStatePassed},
+		{LeafNodeType: types.NodeTypeIt, LeafNodeLabels: []string{"errors", "errors.drip"}, State: types.SpecStateSkipped, Failure: types.Failure{Message: conformance.ClaimedElsewhere}},
+	}}
+	got := unfinishedClaims(dir, os.Getpid(), merged)
+	if strings.Join(got, ",") != "errors.drip" {
+		t.Errorf("unfinished claims %v, want [errors.drip]: claimed by this process and reported run by none", got)
+	}
+	if note := unfinishedNote(got); !strings.Contains(note, "while it ran errors.drip") {
+		t.Errorf("note %q does not name the spec", note)
+	}
+}
+
 // The parallel run against the in-process reference server gives the
 // same summary as one process, and one JUnit report naming each spec once.
 func TestConformParallelMatchesSerial(t *testing.T) {
