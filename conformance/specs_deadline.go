@@ -306,6 +306,12 @@ func deadlineCheck(check *errsChecker, c *deadlineCase, f deadlineFault, d, grac
 		if cat == "internal" || (len(cats) > 0 && !slices.Contains(cats, cat)) {
 			check.addf("%s: category %q, want %s", label, cat, strings.Join(cats, " or "))
 		}
+		if max, ok := c.args["max_bytes"].(int); ok && f.name == "oversized" {
+			// BIN-2: a server that reads at most max_bytes answers at
+			// once, however large the file and however busy the machine;
+			// one that reads on to its own cap may reach its deadline.
+			check.addf("%s: a %s tool error for a download of at most %d bytes: reading no more than max_bytes cannot take the provider deadline", label, cat, max)
+		}
 		if _, has := r.ErrorObject()["http_status"]; has && f.name == "hang" {
 			check.addf("%s: http_status %s although no response arrived", label, jsonText(r.ErrorObject()["http_status"]))
 		}
