@@ -95,15 +95,6 @@ func (r *childRun) failures() []childFailure {
 	return out
 }
 
-// failedIDs returns the IDs of the failed specs.
-func (r *childRun) failedIDs() []string {
-	var ids []string
-	for _, f := range r.failures() {
-		ids = append(ids, f.id)
-	}
-	return ids
-}
-
 // explain says what went wrong in the child: each failed spec with its
 // message, from the report; when the child left no report (it crashed, or
 // never started the kit), its exit and the end of its output.
