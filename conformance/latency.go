@@ -151,6 +151,13 @@ func elasticContext(ctx context.Context, limit func() time.Duration) (context.Co
 // "promptly" checks with it, so that a loaded machine delays them no more
 // than it delays the server.
 func (tc *TestContext) allow(ctx context.Context, d time.Duration) time.Duration {
+	return tc.allowRoundTrips(ctx, d, latencyScale)
+}
+
+// allowRoundTrips is allow with n no-op round trips of slack instead of
+// latencyScale: for a quiet period, which every wait pays in full, where
+// allow's slack is paid only by a wait that fails.
+func (tc *TestContext) allowRoundTrips(ctx context.Context, d time.Duration, n int) time.Duration {
 	tc.loadOnce.Do(func() {
 		s, err := tc.ConnectVersion(ctx, ProtocolVersion)
 		if err != nil {
@@ -159,5 +166,5 @@ func (tc *TestContext) allow(ctx context.Context, d time.Duration) time.Duration
 		tc.load.measure(ctx, s, latencySamples, tc.Config.CallTimeout)
 		_ = s.Close(ctx) // allow may come after the spec's sessions closed
 	})
-	return d + tc.load.slack()
+	return d + time.Duration(n)*tc.load.slack()/latencyScale
 }
