@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
@@ -24,11 +25,11 @@ const latencyScale = 8
 // calls start.
 const latencySamples = 5
 
-// latencyGauge keeps the slowest no-op round trip seen on a target.
+// latencyGauge keeps the no-op round trips seen on a target.
 type latencyGauge struct {
 	mu    sync.Mutex
 	worst time.Duration
-	n     int
+	all   []time.Duration
 }
 
 // noopCall makes one call that does no work on s (tools/list) and returns
@@ -44,7 +45,7 @@ func (g *latencyGauge) add(took time.Duration) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.worst = max(g.worst, took)
-	g.n++
+	g.all = append(g.all, took)
 }
 
 // measure makes n no-op calls on s one after another, each bounded by
@@ -105,7 +106,19 @@ func (g *latencyGauge) slack() time.Duration {
 func (g *latencyGauge) samples() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return g.n
+	return len(g.all)
+}
+
+// median returns the median round trip measured (0 before any).
+func (g *latencyGauge) median() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.all) == 0 {
+		return 0
+	}
+	sorted := slices.Clone(g.all)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2]
 }
 
 // deadlineGrace is how much later than its provider deadline d a server may
@@ -151,13 +164,21 @@ func elasticContext(ctx context.Context, limit func() time.Duration) (context.Co
 // "promptly" checks with it, so that a loaded machine delays them no more
 // than it delays the server.
 func (tc *TestContext) allow(ctx context.Context, d time.Duration) time.Duration {
-	return tc.allowRoundTrips(ctx, d, latencyScale)
+	tc.measureLoad(ctx)
+	return d + tc.load.slack()
 }
 
-// allowRoundTrips is allow with n no-op round trips of slack instead of
-// latencyScale: for a quiet period, which every wait pays in full, where
-// allow's slack is paid only by a wait that fails.
-func (tc *TestContext) allowRoundTrips(ctx context.Context, d time.Duration, n int) time.Duration {
+// allowQuiet returns d plus n typical (median) no-op round trips measured
+// as allow measures them: for a quiet period after which a late call would
+// have arrived, which every wait pays in full (allow's slack is paid only
+// by a wait that fails, and is made of the slowest round trip).
+func (tc *TestContext) allowQuiet(ctx context.Context, d time.Duration, n int) time.Duration {
+	tc.measureLoad(ctx)
+	return d + time.Duration(n)*tc.load.median()
+}
+
+// measureLoad measures the spec's no-op round trips once.
+func (tc *TestContext) measureLoad(ctx context.Context) {
 	tc.loadOnce.Do(func() {
 		s, err := tc.ConnectVersion(ctx, ProtocolVersion)
 		if err != nil {
@@ -166,5 +187,4 @@ func (tc *TestContext) allowRoundTrips(ctx context.Context, d time.Duration, n i
 		tc.load.measure(ctx, s, latencySamples, tc.Config.CallTimeout)
 		_ = s.Close(ctx) // allow may come after the spec's sessions closed
 	})
-	return d + time.Duration(n)*tc.load.slack()/latencyScale
 }

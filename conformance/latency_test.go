@@ -21,6 +21,9 @@ func TestLatencyGaugeSlack(t *testing.T) {
 	if want := latencyScale * 40 * time.Millisecond; g.slack() != want || g.samples() != 3 {
 		t.Errorf("slack = %v over %d samples, want %v over 3", g.slack(), g.samples(), want)
 	}
+	if g.median() != 3*time.Millisecond {
+		t.Errorf("median = %v, want 3ms", g.median())
+	}
 }
 
 // An elastic context ends once its limit has passed, and with its parent;

@@ -189,10 +189,10 @@ func (tc *TestContext) waitGone(ctx context.Context, why string, ids ...string) 
 }
 
 // settle waits until the journal has stayed unchanged for lcGrace plus two
-// of the spec's slowest no-op round trips (at most the settle timeout), so
+// of the spec's typical no-op round trips (at most the settle timeout), so
 // that a late call would have arrived however busy the machine.
 func (tc *TestContext) settle(ctx context.Context) {
-	quiet := tc.allowRoundTrips(ctx, lcGrace, 2)
+	quiet := tc.allowQuiet(ctx, lcGrace, 2)
 	last := tc.Fake.Journal().Len()
 	still := time.Now()
 	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
