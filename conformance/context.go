@@ -180,7 +180,7 @@ func (s *Session) CallRaw(ctx context.Context, tool string, args json.RawMessage
 // call makes one call through the session wrapper; probe marks a call the
 // kit made on its own.
 func (s *Session) call(ctx context.Context, tool string, args json.RawMessage, probe bool) *Result {
-	cctx, cancel := context.WithTimeout(ctx, s.tc.Config.CallTimeout)
+	cctx, cancel := elasticContext(ctx, s.tc.callLimit(ctx))
 	defer cancel()
 	adapter := s.tc.Config.adapter(tool)
 	sent := adapter.adaptArgs(args)

@@ -63,6 +63,9 @@ func (g *latencyGauge) measure(ctx context.Context, s *Session, n int, limit tim
 	}
 }
 
+// latencyPoll is how often watch makes a no-op call.
+const latencyPoll = 20 * time.Millisecond
+
 // watch makes a no-op call on s every latencyPoll (or right after the
 // last, when that took longer) until stop is called, each bounded by limit:
 // the load of the machine while other calls run, without adding much.
@@ -129,32 +132,51 @@ func deadlineGrace(d, slack time.Duration) time.Duration {
 	return d/2 + slack
 }
 
-// latencyPoll is how often an elastic bound is looked at again.
-const latencyPoll = 20 * time.Millisecond
-
 // elasticContext returns a context that ends when ctx does, or once
-// limit() has passed since it was made: limit is read again as time goes
-// by, so a bound that grows with the measured slack lets a call that the
-// machine's load delays go on, where a fixed one would cut it off.
+// limit() has passed since it was made. limit is read again whenever the
+// bound it gave is reached, so a bound that grows with the measured slack
+// lets a call that the machine's load delays go on, where a fixed one would
+// cut it off. No goroutine waits in between: a timer fires at each bound.
 func elasticContext(ctx context.Context, limit func() time.Duration) (context.Context, context.CancelFunc) {
 	start := time.Now()
 	ectx, cancel := context.WithCancel(ctx)
-	go func() {
-		tick := time.NewTicker(latencyPoll)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ectx.Done():
-				return
-			case <-tick.C:
-				if time.Since(start) >= limit() {
-					cancel()
-					return
-				}
-			}
+	var mu sync.Mutex
+	var timer *time.Timer
+	fire := func() {
+		if ectx.Err() != nil {
+			return
 		}
-	}()
-	return ectx, cancel
+		if left := limit() - time.Since(start); left > 0 {
+			mu.Lock()
+			timer.Reset(left)
+			mu.Unlock()
+			return
+		}
+		cancel()
+	}
+	mu.Lock()
+	timer = time.AfterFunc(limit(), fire)
+	mu.Unlock()
+	return ectx, func() {
+		cancel()
+		mu.Lock()
+		timer.Stop()
+		mu.Unlock()
+	}
+}
+
+// callLimit returns the elastic bound of one call of the spec: the
+// configured CallTimeout, and once that has passed, CallTimeout plus the
+// slack measured then (a measurement only a call that slow pays for).
+func (tc *TestContext) callLimit(ctx context.Context) func() time.Duration {
+	start := time.Now()
+	return func() time.Duration {
+		d := tc.Config.CallTimeout
+		if time.Since(start) < d {
+			return d
+		}
+		return tc.allow(ctx, d)
+	}
 }
 
 // allow returns d, a bound that holds on an idle machine, plus the slack
