@@ -66,7 +66,7 @@ is already running, start it with those variables pointing at a fixed
 The deadline specs (errors.hang, errors.drip, errors.oversized) make the
 provider hang, drip or send an oversized body on every tool's platform call and
 expect a categorized tool error within the server's provider deadline plus a
-grace (half of it, at least 2s). Tell the kit that deadline with
+grace (half of it, plus a slack measured on the server in the same run). Tell the kit that deadline with
 --provider-deadline, and start the server with it: for the reference server,
 "serve --provider-timeout 2s --file-timeout 2s". Without it they are skipped
 for a server in another process (failed with --require-all). The in-process
