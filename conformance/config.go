@@ -64,7 +64,10 @@ type Config struct {
 	// RequireAll turns every skip (a tool the server does not advertise)
 	// into a failure, for certification.
 	RequireAll bool
-	// CallTimeout bounds each MCP request the kit makes. Default 30 s.
+	// CallTimeout bounds each MCP request the kit makes. Default 30 s. A
+	// call that outlives it gets the spec's measured slack on top (8 times
+	// the slowest of a few tools/list round trips): a loaded machine does
+	// not fail a call the server is still answering.
 	CallTimeout time.Duration
 	// SettleTimeout bounds how long the kit waits, after a spec closes its
 	// sessions, for the server to destroy the sandboxes they owned.
@@ -80,7 +83,7 @@ type Config struct {
 	// it; zero gives it [DefaultInProcessDeadline]. For a server in
 	// another process zero means unknown: the deadline specs are skipped
 	// (failed with RequireAll). At most [MaxProviderDeadline], and
-	// CallTimeout must exceed it plus the grace.
+	// CallTimeout must exceed it plus half of it.
 	ProviderDeadline time.Duration
 	// CrashBound is how long, after a stdio server command is killed with
 	// SIGKILL, the kit waits for the command started again with the same
