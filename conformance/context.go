@@ -228,7 +228,7 @@ func (s *Session) Close(ctx context.Context) error {
 			s.tc.noteEnding(s.conn.ending())
 		}
 		if s.conn.ended != nil {
-			wctx, cancel := context.WithTimeout(ctx, s.tc.Config.settle())
+			wctx, cancel := context.WithTimeout(ctx, s.tc.settleTime())
 			defer cancel()
 			if err := s.conn.ended(wctx); err != nil && s.closed == nil {
 				s.closed = fmt.Errorf("server did not finish the session: %w", err)
@@ -237,6 +237,9 @@ func (s *Session) Close(ctx context.Context) error {
 	})
 	return s.closed
 }
+
+// settle is how long the run waits for a closed session's sandboxes to go.
+func (tc *TestContext) settleTime() time.Duration { return tc.run.settleTime }
 
 // Transcript returns the spec's calls so far.
 func (tc *TestContext) Transcript() []Exchange {

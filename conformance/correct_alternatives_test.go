@@ -57,9 +57,7 @@ func TestCorrectAlternativeChild(t *testing.T) {
 	}
 	for _, a := range correctAlternatives() {
 		if a.name == name {
-			cfg := NewConfig()
-			cfg.setBreakage(a.make())
-			RunWith(t, cfg, &RunOptions{LabelFilter: strings.Join(a.specs, " || ")})
+			runKit(t, NewConfig(), &RunOptions{LabelFilter: strings.Join(a.specs, " || ")}, testSeams{breakage: a.make()})
 			return
 		}
 	}

@@ -208,6 +208,7 @@ func (rec *recorder) bundle(report ginkgo.Report) *evidence.Bundle {
 		if r.target != nil {
 			serverLog = r.target.logs()
 		}
+		m.Config["settle_timeout"] = r.settleTime.String()
 	}
 	switch {
 	case r != nil && r.cloud != nil:

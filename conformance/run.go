@@ -71,6 +71,11 @@ func Run(t ginkgo.GinkgoTestingT, cfg *Config) bool { return RunWith(t, cfg, nil
 // label filter gains "!needs-fake", and the run's ID and state file are
 // printed to the summary writer first.
 func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
+	return runKit(t, cfg, opts, testSeams{})
+}
+
+// runKit is [RunWith] with the kit's own tests' seams (none for a user).
+func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSeams) bool {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
@@ -114,7 +119,7 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 		// which prints it once from the merged report (WriteBanner).
 		banner = summary
 	}
-	describe(cfg, rec, opts.Claim, banner)
+	describe(cfg, seams, rec, opts.Claim, banner)
 	outcome := false // set by the report, which every run that is not a dry run writes
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
 		if opts.DryRun {

@@ -160,8 +160,8 @@ func specCloseDestroysOwnedSparesExternal(ctx context.Context, tc *TestContext) 
 	gomega.Expect(g.String("sandbox_id")).To(gomega.Equal(ext), "get_sandbox of the external sandbox")
 
 	_ = s.Close(ctx)
-	gomega.Expect(cloudWaitGone(ctx, tc, owned, tc.Config.settle())).To(gomega.BeTrue(),
-		"the sandbox the session created (%s) still exists on the platform %s after the session closed", owned, tc.Config.settle())
+	gomega.Expect(cloudWaitGone(ctx, tc, owned, tc.settleTime())).To(gomega.BeTrue(),
+		"the sandbox the session created (%s) still exists on the platform %s after the session closed", owned, tc.settleTime())
 	extAfter, ok := cloudInfo(ctx, tc, ext)
 	gomega.Expect(ok).To(gomega.BeTrue(), "the external sandbox %s was destroyed when the session closed", ext)
 	gomega.Expect(extAfter.Status).To(gomega.Equal(extBefore.Status), "the external sandbox's state changed")
@@ -180,8 +180,8 @@ func specCloseDestroysImplicit(ctx context.Context, tc *TestContext) {
 	gomega.Expect(id).NotTo(gomega.BeEmpty(), "get_sandbox without sandbox_id after an implicit creation: no sandbox_id")
 	cloudExpectMeta(tc, "get_sandbox", g.Structured, cloudMustExist(ctx, tc, id, "the implicitly created default sandbox"))
 	_ = s.Close(ctx)
-	gomega.Expect(cloudWaitGone(ctx, tc, id, tc.Config.settle())).To(gomega.BeTrue(),
-		"the sandbox run_command created (%s) still exists on the platform %s after the session closed", id, tc.Config.settle())
+	gomega.Expect(cloudWaitGone(ctx, tc, id, tc.settleTime())).To(gomega.BeTrue(),
+		"the sandbox run_command created (%s) still exists on the platform %s after the session closed", id, tc.settleTime())
 }
 
 func specListShowsCreated(ctx context.Context, tc *TestContext) {

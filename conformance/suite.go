@@ -26,13 +26,16 @@ type runState struct {
 	rec     *recorder
 	// advertised is every tool name the server listed, in its order.
 	advertised []string
+	// settleTime is how long the run waits for a closed session's
+	// sandboxes to go (Config.SettleTimeout, with cloud mode's floor).
+	settleTime time.Duration
 }
 
-func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
+func startRun(ctx context.Context, cfg *Config, seams testSeams, rec *recorder) (*runState, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("conformance: configuration: %w", err)
 	}
-	r := &runState{cfg: cfg, rec: rec}
+	r := &runState{cfg: cfg, rec: rec, settleTime: seams.settle(cfg)}
 	var env []string
 	if cfg.Cloud {
 		c, err := newCloudBackend(cfg, rec.runID)
@@ -42,7 +45,7 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 		r.cloud = c
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
-		r.hub.routes = cfg.seam().fakeRoutes
+		r.hub.routes = seams.fakeRoutes
 		r.hub.fresh()
 		// Every target reaches the fake over loopback, the in-process
 		// reference server too: its connections to the provider are then
@@ -54,15 +57,15 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 	}
 	switch cfg.Kind() {
 	case TargetInProcess:
-		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.seam().breakage}
+		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: seams.breakage}
 		if !cfg.Cloud {
 			t.deadline, _ = cfg.providerDeadline()
 		}
 		r.target = t
 	case TargetStdio:
-		r.target = &stdioTarget{cfg: cfg, env: env}
+		r.target = &stdioTarget{cfg: cfg, env: env, settle: r.settleTime}
 	case TargetHTTP:
-		r.target = &httpTarget{cfg: cfg, env: env}
+		r.target = &httpTarget{cfg: cfg, env: env, settle: r.settleTime}
 	}
 	rec.attach(r)
 	if err := r.target.start(ctx); err != nil {
@@ -143,19 +146,19 @@ func (r *runState) newTestContext(spec Spec) *TestContext {
 // the kit in another Ginkgo suite: call it at the top level of a test file
 // (var _ = conformance.Describe(cfg)). cfg is read when the specs run.
 // Evidence bundles need [RunWith].
-func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil, nil) }
+func Describe(cfg *Config) bool { return describe(cfg, testSeams{}, newRecorder(cfg), nil, nil) }
 
 // describe registers the specs; claim, when not nil, decides as each spec's
 // turn comes whether this process runs it (see RunOptions.Claim). The
 // run's banner is recorded in the report of the spec that starts the run
 // and, when banner is not nil, printed there as soon as the server's tools
 // are known.
-func describe(cfg *Config, rec *recorder, claim func(string) bool, banner io.Writer) bool {
+func describe(cfg *Config, seams testSeams, rec *recorder, claim func(string) bool, banner io.Writer) bool {
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
 		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
 			var err error
-			run, err = startRun(ctx, cfg, rec)
+			run, err = startRun(ctx, cfg, seams, rec)
 			if err != nil {
 				// A run error, not a rule's failure: the summary prints it
 				// as such (writeFailures).
