@@ -25,7 +25,7 @@ type httpTarget struct {
 	// its sandboxes against a real provider.
 	settle time.Duration
 	log    lockedBuffer
-	cmd *exec.Cmd
+	cmd    *exec.Cmd
 }
 
 func (t *httpTarget) start(ctx context.Context) error {
