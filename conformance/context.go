@@ -254,7 +254,7 @@ func (tc *TestContext) finish(ctx context.Context) {
 	tc.reportFindings()
 	if tc.run.cloud != nil {
 		claimed := tc.finishCloud(ctx)
-		tc.run.rec.specDone(tc)
+		tc.run.keep(tc)
 		if len(claimed) > 0 {
 			ginkgo.Fail(fmt.Sprintf("the server reported %s as created by its sessions, but the platform says it started before the run began: "+
 				"the run did not create it, so the kit left it alone (it destroys only what the run created)", strings.Join(claimed, ", ")))
@@ -263,7 +263,7 @@ func (tc *TestContext) finish(ctx context.Context) {
 	}
 	tc.closeSessions(ctx)
 	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return len(tc.leftBehind()) == 0 })
-	tc.run.rec.specDone(tc)
+	tc.run.keep(tc)
 	tc.reportEndings()
 	tc.diagnose()
 	tc.checkLeaks(tc.Config.SettleTimeout)

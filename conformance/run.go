@@ -13,6 +13,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
+	"github.com/sandboxkit/sandboxkit/conformance/internal/record"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -83,6 +84,64 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 	if summary == nil {
 		summary = os.Stdout
 	}
+	if err := checkStart(cfg, opts); err != nil {
+		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
+		t.Fail()
+		return false
+	}
+	run := newRun(cfg, seams)
+	if cfg.Cloud && !opts.DryRun {
+		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
+			run.id, filepath.Join(cfg.stateDir(), run.id+".json"), run.id, cfg.stateDir())
+	}
+	gomega.RegisterFailHandler(failHandler(run))
+	var banner io.Writer
+	if opts.Claim == nil {
+		// A process of a parallel run leaves the banner to its parent,
+		// which prints it once from the merged report (WriteBanner).
+		banner = summary
+	}
+	describe(run, opts.Claim, banner)
+	suiteCfg, repCfg := suiteConfig(cfg, opts)
+	selection := selectionOf(suiteCfg)
+	outcome := false // set by the report, which every run that is not a dry run writes
+	var evidenceErr error
+	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
+		if opts.DryRun {
+			return
+		}
+		WriteSummary(summary, r)
+		outcome = WriteOutcome(summary, r, cfg)
+		run.writeCloudSummary(summary)
+		if opts.EvidenceDir == "" {
+			return
+		}
+		// The run is over: its bundle is built once, from what it was.
+		if mode, err := record.Write(opts.EvidenceDir, run.evidence(r, selection)); err != nil {
+			evidenceErr = err
+			fmt.Fprintf(summary, "EVIDENCE NOT WRITTEN: %v\n", err)
+		} else {
+			fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", mode, evidenceDirAbs(opts.EvidenceDir))
+		}
+	})
+	// Ginkgo fails its T at any failed spec; the run's outcome is decided
+	// by WriteOutcome, which honours the baseline (expected failures) and
+	// the run's findings.
+	ok := ginkgo.RunSpecs(&outcomeT{}, "sandboxkit conformance", suiteCfg, repCfg)
+	if !opts.DryRun {
+		ok = outcome
+	}
+	if evidenceErr != nil || len(run.cleanupFailures()) > 0 || !ok {
+		t.Fail()
+		return false
+	}
+	return true
+}
+
+// checkStart refuses a run that cannot start: an invalid configuration, an
+// evidence directory that is not empty, or a shared run that would write
+// evidence or go to the cloud.
+func checkStart(cfg *Config, opts *RunOptions) error {
 	err := cfg.Validate()
 	if err == nil && opts.EvidenceDir != "" && !opts.DryRun {
 		err = evidence.CheckDir(opts.EvidenceDir)
@@ -90,55 +149,29 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 	if err == nil && opts.Claim != nil && (opts.EvidenceDir != "" || cfg.Cloud) {
 		err = errors.New("a run that shares its specs with other processes writes no evidence and never runs in cloud mode: one bundle and one state file need one process")
 	}
-	if err != nil {
-		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
-		t.Fail()
-		return false
+	return err
+}
+
+// failHandler is Ginkgo's Fail, which in a cloud run first redacts what the
+// run saw: failure messages of a cloud run reach consoles and reports that
+// may be shared, as its bundle is redacted.
+func failHandler(run *runState) func(message string, callerSkip ...int) {
+	if !run.cfg.Cloud {
+		return ginkgo.Fail
 	}
-	rec := newRecorder(cfg)
-	if cfg.Cloud && !opts.DryRun {
-		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
-			rec.runID, filepath.Join(cfg.stateDir(), rec.runID+".json"), rec.runID, cfg.stateDir())
-	}
-	fail := ginkgo.Fail
-	if cfg.Cloud {
-		// Failure messages of a cloud run reach consoles and reports that
-		// may be shared: redact what the run saw, as in its bundle.
-		fail = func(message string, callerSkip ...int) {
-			skip := 1
-			if len(callerSkip) > 0 {
-				skip += callerSkip[0]
-			}
-			ginkgo.Fail(rec.redact(message), skip)
+	return func(message string, callerSkip ...int) {
+		skip := 1
+		if len(callerSkip) > 0 {
+			skip += callerSkip[0]
 		}
+		ginkgo.Fail(run.redact(message), skip)
 	}
-	gomega.RegisterFailHandler(fail)
-	var banner io.Writer
-	if opts.Claim == nil {
-		// A process of a parallel run leaves the banner to its parent,
-		// which prints it once from the merged report (WriteBanner).
-		banner = summary
-	}
-	describe(cfg, seams, rec, opts.Claim, banner)
-	outcome := false // set by the report, which every run that is not a dry run writes
-	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
-		if opts.DryRun {
-			return
-		}
-		WriteSummary(summary, r)
-		outcome = WriteOutcome(summary, r, cfg)
-		rec.writeCloudSummary(summary)
-		if opts.EvidenceDir != "" {
-			if mode, err := rec.writeEvidence(opts.EvidenceDir, r); err != nil {
-				rec.mu.Lock()
-				rec.evidenceErr = err
-				rec.mu.Unlock()
-				fmt.Fprintf(summary, "EVIDENCE NOT WRITTEN: %v\n", err)
-			} else {
-				fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", mode, evidenceDirAbs(opts.EvidenceDir))
-			}
-		}
-	})
+}
+
+// suiteConfig is Ginkgo's configuration (from its -ginkgo.* flags under go
+// test) with the run's options applied; cloud mode leaves out the specs
+// that need the fake.
+func suiteConfig(cfg *Config, opts *RunOptions) (types.SuiteConfig, types.ReporterConfig) {
 	suiteCfg, repCfg := ginkgo.GinkgoConfiguration()
 	if opts.LabelFilter != "" {
 		suiteCfg.LabelFilter = opts.LabelFilter
@@ -152,14 +185,10 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 	}
 	suiteCfg.FocusStrings = append(suiteCfg.FocusStrings, opts.Focus...)
 	suiteCfg.SkipStrings = append(suiteCfg.SkipStrings, opts.Skip...)
-	if opts.FailFast {
-		suiteCfg.FailFast = true
-	}
+	suiteCfg.FailFast = suiteCfg.FailFast || opts.FailFast
+	suiteCfg.DryRun = suiteCfg.DryRun || opts.DryRun
 	if opts.Timeout > 0 {
 		suiteCfg.Timeout = opts.Timeout
-	}
-	if opts.DryRun {
-		suiteCfg.DryRun = true
 	}
 	if opts.JUnitReport != "" {
 		repCfg.JUnitReport = opts.JUnitReport
@@ -167,36 +196,24 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 	if opts.JSONReport != "" {
 		repCfg.JSONReport = opts.JSONReport
 	}
-	if opts.Verbose {
-		repCfg.Verbose = true
-	}
-	rec.selection = map[string]any{"label_filter": suiteCfg.LabelFilter}
-	if len(suiteCfg.FocusStrings) > 0 {
-		rec.selection["focus"] = suiteCfg.FocusStrings
-	}
-	if len(suiteCfg.SkipStrings) > 0 {
-		rec.selection["skip"] = suiteCfg.SkipStrings
-	}
-	// Ginkgo fails its T at any failed spec; the run's outcome is decided
-	// by WriteOutcome, which honours the baseline (expected failures) and
-	// the run's findings.
-	gt := &outcomeT{}
+	repCfg.Verbose = repCfg.Verbose || opts.Verbose
 	if !isTerminal(os.Stdout) {
 		// Escape codes only garble a log file or a CI page.
 		repCfg.NoColor = true
 	}
-	ok := ginkgo.RunSpecs(gt, "sandboxkit conformance", suiteCfg, repCfg)
-	if !opts.DryRun {
-		ok = outcome
+	return suiteCfg, repCfg
+}
+
+// selectionOf is what the run selected, for its evidence.
+func selectionOf(suiteCfg types.SuiteConfig) map[string]any {
+	selection := map[string]any{"label_filter": suiteCfg.LabelFilter}
+	if len(suiteCfg.FocusStrings) > 0 {
+		selection["focus"] = suiteCfg.FocusStrings
 	}
-	rec.mu.Lock()
-	bad := rec.evidenceErr != nil || len(rec.failedCleanup) > 0
-	rec.mu.Unlock()
-	if bad || !ok {
-		t.Fail()
-		return false
+	if len(suiteCfg.SkipStrings) > 0 {
+		selection["skip"] = suiteCfg.SkipStrings
 	}
-	return true
+	return selection
 }
 
 // outcomeT records Ginkgo's verdict without passing it on: RunWith

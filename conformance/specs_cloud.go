@@ -237,7 +237,7 @@ func specTokensAbsentFromResults(ctx context.Context, tc *TestContext) {
 	ginkgo.AddReportEntry("secrets scanned for", strings.Join(kinds, ", "))
 	gomega.Expect(counts["API key"]).To(gomega.BeNumerically(">=", 1), "the scan must at least know the API key")
 
-	transcripts := tc.run.rec.allTranscripts()
+	transcripts := tc.run.allTranscripts()
 	transcripts[tc.specID] = tc.Transcript()
 	specs := make([]string, 0, len(transcripts))
 	for spec := range transcripts {
