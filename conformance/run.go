@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -14,6 +13,7 @@ import (
 	"github.com/onsi/gomega"
 
 	"github.com/sandboxkit/sandboxkit/conformance/internal/record"
+	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -53,7 +53,7 @@ type RunOptions struct {
 
 // ClaimedElsewhere is the skip message of a spec that another process of
 // the same run claimed (see [RunOptions].Claim).
-const ClaimedElsewhere = "claimed by another process of this run"
+const ClaimedElsewhere = summary.ClaimedElsewhere
 
 // Run runs the whole kit from a go test function:
 //
@@ -226,68 +226,26 @@ func (t *outcomeT) Fail() { t.failed = true }
 // WriteSummary prints passed/failed/skipped per family, the failures
 // grouped by first cause (one line for a cause that one spec met, the
 // cause and the specs it affected for one that several met), why specs
-// were skipped, and how the server processes the kit started ended.
-func WriteSummary(w io.Writer, r ginkgo.Report) {
-	type counts struct{ passed, failed, skipped int }
-	byFamily := map[Family]*counts{}
-	for _, sr := range r.SpecReports {
-		if sr.LeafNodeType != types.NodeTypeIt {
-			continue
-		}
-		fam, _, _ := classify(sr.Labels())
-		c := byFamily[fam]
-		if c == nil {
-			c = &counts{}
-			byFamily[fam] = c
-		}
-		switch {
-		case sr.State.Is(types.SpecStatePassed):
-			c.passed++
-		case sr.State.Is(types.SpecStateSkipped | types.SpecStatePending):
-			c.skipped++
-		case sr.State.Is(types.SpecStateFailureStates):
-			c.failed++
-		}
-	}
-	fmt.Fprintln(w, "\nsandboxkit conformance summary")
-	total := counts{}
+// were skipped, how the server processes the kit started ended, and the
+// rule coverage.
+func WriteSummary(w io.Writer, r ginkgo.Report) { summary.Write(w, r, catalog()) }
+
+// catalog is what the summary knows of the kit's catalog.
+func catalog() summary.Catalog {
+	cat := summary.Catalog{Tools: ContractTools()}
 	for _, f := range Families() {
-		c := byFamily[f]
-		if c == nil {
-			continue
-		}
-		fmt.Fprintf(w, "  %-11s %3d passed  %3d failed  %3d skipped\n", f, c.passed, c.failed, c.skipped)
-		total.passed += c.passed
-		total.failed += c.failed
-		total.skipped += c.skipped
+		cat.Families = append(cat.Families, string(f))
 	}
-	writeFailures(w, r)
-	writeSkips(w, r)
-	writeEndings(w, r)
-	writeCoverage(w, r)
-	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
+	for _, r := range Rules() {
+		cat.Rules = append(cat.Rules, r.ID)
+	}
+	return cat
 }
 
 // classify reads a spec's family, ID and rule labels.
 func classify(labels []string) (Family, string, []string) {
-	var fam Family
-	var id string
-	var rules []string
-	isFamily := map[string]bool{}
-	for _, f := range Families() {
-		isFamily[string(f)] = true
-	}
-	for _, l := range labels {
-		switch {
-		case isFamily[l]:
-			fam = Family(l)
-		case ruleLabel.MatchString(l):
-			rules = append(rules, l)
-		case strings.Contains(l, "."):
-			id = l
-		}
-	}
-	return fam, id, rules
+	fam, id, rules := catalog().Classify(labels)
+	return Family(fam), id, rules
 }
 
 // isTerminal reports whether f is a character device (a terminal).
