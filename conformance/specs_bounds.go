@@ -495,91 +495,35 @@ func boundsExecFileSpecs() []Spec {
 			Title: "run_command rejects a missing or non-string command, a timeout outside 1-3600, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
 			Rules: []string{"EXEC-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"run_command"},
-			Body: boundsDataPlane("run_command",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"command": "echo zq-bounds"}
-					cs := base.missingCases("command")
-					cs = append(cs, base.stringCases("command")...)
-					cs = append(cs, base.integerCases("timeout", 1, 3600)...)
-					cs = append(cs, base.stringCases("cwd")...)
-					cs = append(cs, base.envsCases()...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("shell", "team")...)
-				},
-				func(*TestContext) []map[string]any {
-					return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
-				}),
+			Body:  boundsDataPlane("run_command", runCommandBounds, runCommandEdges),
 		},
 		{
 			ID:    "bounds.run-code",
 			Title: "run_code rejects a missing or non-string code, a language outside python/javascript/bash, a timeout outside 1-3600, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
 			Rules: []string{"EXEC-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"run_code"},
-			Body: boundsDataPlane("run_code",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"code": "echo zq-bounds", "language": "bash"}
-					cs := base.missingCases("code")
-					cs = append(cs, base.stringCases("code")...)
-					cs = append(cs, base.enumCases("language", "ruby", "python3")...)
-					cs = append(cs, base.integerCases("timeout", 1, 3600)...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("interpreter", "team")...)
-				},
-				func(*TestContext) []map[string]any {
-					return []map[string]any{
-						{"code": "echo zq-bounds", "language": "bash", "timeout": 1},
-						{"code": "echo zq-bounds", "language": "bash", "timeout": 3600},
-					}
-				}),
+			Body:  boundsDataPlane("run_code", runCodeBounds, runCodeEdges),
 		},
 		{
 			ID:    "bounds.read-file",
 			Title: "read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"FILE-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"read_file"},
-			Body: boundsDataPlane("read_file",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp/zq-bounds.txt"}
-					cs := base.missingCases("path")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("encoding", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("read_file", readFileBounds, nil),
 		},
 		{
 			ID:    "bounds.write-file",
 			Title: "write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"FILE-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"write_file"},
-			Body: boundsDataPlane("write_file",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
-					cs := base.missingCases("path", "content")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.stringCases("content")...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("mode", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("write_file", writeFileBounds, nil),
 		},
 		{
 			ID:    "bounds.list-files",
 			Title: "list_files rejects a missing path, a depth outside 1-10 or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts depths 1 and 10",
 			Rules: []string{"FILE-3", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"list_files"},
-			Body: boundsDataPlane("list_files",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp"}
-					cs := base.missingCases("path")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.integerCases("depth", 1, 10)...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("recursive", "team")...)
-				},
-				func(*TestContext) []map[string]any {
-					return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
-				}),
+			Body:  boundsDataPlane("list_files", listFilesBounds, listFilesEdges),
 		},
 	}
 }
@@ -592,17 +536,7 @@ func boundsBackgroundBinarySpecs() []Spec {
 			Title: "start_background_command rejects a missing or non-string command, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"BG-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"start_background_command"},
-			Body: boundsDataPlane("start_background_command",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"command": "echo zq-bounds"}
-					cs := base.missingCases("command")
-					cs = append(cs, base.stringCases("command")...)
-					cs = append(cs, base.stringCases("cwd")...)
-					cs = append(cs, base.envsCases()...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("timeout", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("start_background_command", startBackgroundCommandBounds, nil),
 		},
 		{
 			ID:    "bounds.get-background-command",
@@ -623,30 +557,7 @@ func boundsBackgroundBinarySpecs() []Spec {
 			Title: "upload_file rejects data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"BIN-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"upload_file"},
-			Body: boundsDataPlane("upload_file",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
-					cs := base.missingCases("path", "data_base64")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.stringCases("data_base64")...)
-					for _, bad := range []struct{ name, v string }{
-						{"length", "zqsecret9913x"},
-						{"alphabet", "zqsecret9913$$$$"},
-						{"url-safe", "zqsecret9913-_AA"},
-						{"space", "zqsecret 9913AAA"},
-						{"newline", "zqsecret\n9913AAA"},
-						{"inner-padding", "zqsecret9913A=A="},
-						{"over-padding", "zqsecret9913===="},
-						{"trailing-bits", "zqsecret9913RB=="},
-						{"unpadded", "zqsecret9913RB"},
-					} {
-						cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: base.with("data_base64", bad.v),
-							field: "data_base64", bait: []string{"zqsecret", "9913"}})
-					}
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("mode", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("upload_file", uploadFileBounds, nil),
 		},
 		{
 			ID:    "bounds.download-file",
@@ -708,4 +619,109 @@ func specBoundsDownloadFile(ctx context.Context, tc *TestContext) {
 		accept = append(accept, base.with("max_bytes", capBytes))
 	}
 	s.expectAccepted(ctx, "download_file", accept...)
+}
+
+// runCommandBounds are run_command's invalid calls.
+func runCommandBounds(*TestContext) []boundsCase {
+	base := validArgs{"command": "echo zq-bounds"}
+	cs := base.missingCases("command")
+	cs = append(cs, base.stringCases("command")...)
+	cs = append(cs, base.integerCases("timeout", 1, 3600)...)
+	cs = append(cs, base.stringCases("cwd")...)
+	cs = append(cs, base.envsCases()...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("shell", "team")...)
+}
+
+// runCommandEdges are run_command's edge values it must accept.
+func runCommandEdges(*TestContext) []map[string]any {
+	return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
+}
+
+// runCodeBounds are run_code's invalid calls.
+func runCodeBounds(*TestContext) []boundsCase {
+	base := validArgs{"code": "echo zq-bounds", "language": "bash"}
+	cs := base.missingCases("code")
+	cs = append(cs, base.stringCases("code")...)
+	cs = append(cs, base.enumCases("language", "ruby", "python3")...)
+	cs = append(cs, base.integerCases("timeout", 1, 3600)...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("interpreter", "team")...)
+}
+
+// runCodeEdges are run_code's edge values it must accept.
+func runCodeEdges(*TestContext) []map[string]any {
+	return []map[string]any{
+		{"code": "echo zq-bounds", "language": "bash", "timeout": 1},
+		{"code": "echo zq-bounds", "language": "bash", "timeout": 3600},
+	}
+}
+
+// readFileBounds are read_file's invalid calls.
+func readFileBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp/zq-bounds.txt"}
+	cs := base.missingCases("path")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("encoding", "team")...)
+}
+
+// writeFileBounds are write_file's invalid calls.
+func writeFileBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
+	cs := base.missingCases("path", "content")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.stringCases("content")...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("mode", "team")...)
+}
+
+// listFilesBounds are list_files's invalid calls.
+func listFilesBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp"}
+	cs := base.missingCases("path")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.integerCases("depth", 1, 10)...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("recursive", "team")...)
+}
+
+// listFilesEdges are list_files's edge values it must accept.
+func listFilesEdges(*TestContext) []map[string]any {
+	return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
+}
+
+// startBackgroundCommandBounds are start_background_command's invalid calls.
+func startBackgroundCommandBounds(*TestContext) []boundsCase {
+	base := validArgs{"command": "echo zq-bounds"}
+	cs := base.missingCases("command")
+	cs = append(cs, base.stringCases("command")...)
+	cs = append(cs, base.stringCases("cwd")...)
+	cs = append(cs, base.envsCases()...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("timeout", "team")...)
+}
+
+// uploadFileBounds are upload_file's invalid calls.
+func uploadFileBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
+	cs := base.missingCases("path", "data_base64")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.stringCases("data_base64")...)
+	for _, bad := range []struct{ name, v string }{
+		{"length", "zqsecret9913x"},
+		{"alphabet", "zqsecret9913$$$$"},
+		{"url-safe", "zqsecret9913-_AA"},
+		{"space", "zqsecret 9913AAA"},
+		{"newline", "zqsecret\n9913AAA"},
+		{"inner-padding", "zqsecret9913A=A="},
+		{"over-padding", "zqsecret9913===="},
+		{"trailing-bits", "zqsecret9913RB=="},
+		{"unpadded", "zqsecret9913RB"},
+	} {
+		cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: base.with("data_base64", bad.v),
+			field: "data_base64", bait: []string{"zqsecret", "9913"}})
+	}
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("mode", "team")...)
 }
