@@ -141,7 +141,7 @@ func (r *runState) manifest(report ginkgo.Report, selection map[string]any) evid
 		// says the run did not pass.
 		Findings: runFindings(report),
 	}
-	m.Config["settle_timeout"] = r.settleTime.String()
+	m.Config["settle_timeout"] = r.seams.settle(cfg).String()
 	if cfg.Kind() == TargetHTTP && len(cfg.ServerCommand) == 0 {
 		m.Config["server_log"] = "not captured: the server was already running (the kit did not start it)"
 	}

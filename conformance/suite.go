@@ -47,25 +47,16 @@ type runState struct {
 	failedCleanup []string
 }
 
-// newRun is a run of cfg that has not started: it has its ID, and knows
-// the secrets the configuration holds (header values, the server's
-// secret-named environment variables).
+// newRun is a run of cfg that has not started: it has its ID and start
+// time. The rest of cfg is read when the run starts (an embedding suite may
+// still edit it in its own BeforeEach).
 func newRun(cfg *Config, seams testSeams) *runState {
 	id := cfg.RunID
 	if id == "" {
 		id = cloudstate.NewRunID()
 	}
-	r := &runState{cfg: cfg, seams: seams, id: id, started: time.Now().UTC(), secrets: evidence.NewRedactor(),
-		settleTime: seams.settle(cfg), transcripts: map[string][]Exchange{}}
-	for _, v := range cfg.Headers {
-		r.secrets.Add(v, headerSecret(v))
-	}
-	for _, kv := range cfg.ServerEnv {
-		if k, v, ok := strings.Cut(kv, "="); ok && secretName(k) {
-			r.secrets.Add(v)
-		}
-	}
-	return r
+	return &runState{cfg: cfg, seams: seams, id: id, started: time.Now().UTC(), secrets: evidence.NewRedactor(),
+		transcripts: map[string][]Exchange{}}
 }
 
 // start brings up the fake (or the cloud backend) and the target, and
@@ -74,6 +65,17 @@ func (r *runState) start(ctx context.Context) error {
 	cfg := r.cfg
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("conformance: configuration: %w", err)
+	}
+	r.settleTime = r.seams.settle(cfg)
+	// The secrets the configuration holds: header values and the server's
+	// secret-named environment variables.
+	for _, v := range cfg.Headers {
+		r.secrets.Add(v, headerSecret(v))
+	}
+	for _, kv := range cfg.ServerEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok && secretName(k) {
+			r.secrets.Add(v)
+		}
 	}
 	var env []string
 	if cfg.Cloud {
