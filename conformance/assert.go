@@ -141,7 +141,7 @@ func (tc *TestContext) fail(msg string) {
 // seen, as its bundle is.
 func (tc *TestContext) forReport(s string) string {
 	if tc.run != nil && tc.run.cloud != nil {
-		return tc.run.rec.redact(s)
+		return tc.run.redact(s)
 	}
 	return s
 }

@@ -164,115 +164,148 @@ var findingText = map[string]string{
 // passes: no spec failed and nothing was found, or, with a baseline,
 // exactly the expected ones failed.
 func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
-	type spec struct {
-		id    string
-		rules []string
-		state types.SpecState
-		msg   string
+	o := &outcome{w: w, expected: map[string]string{}, hit: map[string]bool{}, ran: map[string]bool{}}
+	for _, e := range cfg.ExpectedFailures {
+		o.expected[e.ID] = e.Reason
 	}
-	var specs []spec
+	specs := outcomeSpecs(r)
+	o.writeFindings(r)
+	writeNotApplicable(w, specs)
+	o.checkFailures(specs)
+	pass := len(r.SpecialSuiteFailureReasons) == 0 && len(o.unexpected) == 0
+	if len(cfg.ExpectedFailures) == 0 {
+		return pass
+	}
+	return o.writeBaseline(cfg.ExpectedFailures, pass)
+}
+
+// outcomeSpec is one spec of a run as WriteOutcome reads it.
+type outcomeSpec struct {
+	id    string
+	rules []string
+	state types.SpecState
+	msg   string
+}
+
+// outcomeSpecs are the specs of a report.
+func outcomeSpecs(r ginkgo.Report) []outcomeSpec {
+	var specs []outcomeSpec
 	for _, sr := range r.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			continue
 		}
 		_, id, rules := classify(sr.Labels())
-		specs = append(specs, spec{id, rules, sr.State, sr.Failure.Message})
+		specs = append(specs, outcomeSpec{id, rules, sr.State, sr.Failure.Message})
 	}
-	expected := map[string]string{}
-	for _, e := range cfg.ExpectedFailures {
-		expected[e.ID] = e.Reason
-	}
-	// expectedBy returns the baseline entry that covers a failure of a
-	// spec with these rules, or "".
-	expectedBy := func(id string, rules []string) string {
-		if _, ok := expected[id]; ok {
-			return id
-		}
-		for _, rule := range rules {
-			if _, ok := expected[rule]; ok {
-				return rule
-			}
-		}
-		return ""
-	}
-	pass := len(r.SpecialSuiteFailureReasons) == 0
-	hit := map[string]bool{} // entries that matched a failure or finding
-	ran := map[string]bool{} // entries whose specs ran
-	var unexpected []string
+	return specs
+}
 
-	// Findings: one line per rule, naming the tools and the specs.
+// outcome is a run held against its baseline (expected failures, by spec
+// ID or rule) as WriteOutcome goes.
+type outcome struct {
+	w        io.Writer
+	expected map[string]string
+	// hit are the entries that matched a failure or finding; ran, the
+	// entries whose specs ran.
+	hit, ran   map[string]bool
+	unexpected []string
+}
+
+// expectedBy returns the baseline entry that covers a failure of a spec
+// with these rules, or "".
+func (o *outcome) expectedBy(id string, rules []string) string {
+	if _, ok := o.expected[id]; ok {
+		return id
+	}
+	for _, rule := range rules {
+		if _, ok := o.expected[rule]; ok {
+			return rule
+		}
+	}
+	return ""
+}
+
+// writeFindings prints the run's findings, one line per rule, naming the
+// tools and the specs.
+func (o *outcome) writeFindings(r ginkgo.Report) {
 	for _, f := range runFindings(r) {
 		rule, ids := f.Rule, f.Specs
 		line := fmt.Sprintf("%s: %s: %s; seen in %d %s (%s)", rule, strings.Join(f.Tools, ", "), f.Text,
 			len(ids), countNoun(len(ids), "spec", "specs"), truncate(strings.Join(ids, ", "), 300))
-		if _, ok := expected[rule]; ok {
-			hit[rule], ran[rule] = true, true
-			fmt.Fprintf(w, "  EXPECTED FINDING %s\n", line)
+		if _, ok := o.expected[rule]; ok {
+			o.hit[rule], o.ran[rule] = true, true
+			fmt.Fprintf(o.w, "  EXPECTED FINDING %s\n", line)
 			continue
 		}
-		fmt.Fprintf(w, "  FINDING %s\n", line)
-		unexpected = append(unexpected, rule)
+		fmt.Fprintf(o.w, "  FINDING %s\n", line)
+		o.unexpected = append(o.unexpected, rule)
 	}
+}
 
-	// Not applicable to the profile, grouped by reason.
+// writeNotApplicable prints the specs not applicable to the profile,
+// grouped by reason.
+func writeNotApplicable(w io.Writer, specs []outcomeSpec) {
 	na := map[string][]string{}
 	for _, s := range specs {
 		if s.state.Is(types.SpecStateSkipped) && strings.HasPrefix(s.msg, NotApplicablePrefix) {
 			na[s.msg] = append(na[s.msg], s.id)
 		}
 	}
-	if len(na) > 0 {
-		n := 0
-		for _, ids := range na {
-			n += len(ids)
-		}
-		fmt.Fprintf(w, "%d %s not applicable (not failures; --require-all runs them):\n", n, countNoun(n, "spec", "specs"))
-		for _, msg := range mapKeysSorted(na) {
-			fmt.Fprintf(w, "  N/A %s: %s\n", strings.Join(na[msg], ", "), msg)
-		}
+	if len(na) == 0 {
+		return
 	}
+	n := 0
+	for _, ids := range na {
+		n += len(ids)
+	}
+	fmt.Fprintf(w, "%d %s not applicable (not failures; --require-all runs them):\n", n, countNoun(n, "spec", "specs"))
+	for _, msg := range mapKeysSorted(na) {
+		fmt.Fprintf(w, "  N/A %s: %s\n", strings.Join(na[msg], ", "), msg)
+	}
+}
 
-	// Failures, against the baseline.
+// checkFailures holds the failures against the baseline.
+func (o *outcome) checkFailures(specs []outcomeSpec) {
 	for _, s := range specs {
-		entry := expectedBy(s.id, s.rules)
+		entry := o.expectedBy(s.id, s.rules)
 		switch {
 		case s.state.Is(types.SpecStateFailureStates):
 			if entry == "" {
-				unexpected = append(unexpected, s.id)
+				o.unexpected = append(o.unexpected, s.id)
 				continue
 			}
-			hit[entry], ran[entry] = true, true
+			o.hit[entry], o.ran[entry] = true, true
 		case s.state.Is(types.SpecStatePassed):
 			for _, id := range append([]string{s.id}, s.rules...) {
-				if _, ok := expected[id]; ok {
-					ran[id] = true
+				if _, ok := o.expected[id]; ok {
+					o.ran[id] = true
 				}
 			}
 		}
 	}
-	if len(unexpected) > 0 {
-		pass = false
-	}
-	if len(cfg.ExpectedFailures) == 0 {
-		return pass
-	}
+}
+
+// writeBaseline prints how the run met its baseline and reports whether
+// it passes: pass so far, and no entry that now passes.
+func (o *outcome) writeBaseline(list []ExpectedFailure, pass bool) bool {
+	w := o.w
 	var nowPass, notRun []string
-	for _, e := range cfg.ExpectedFailures {
+	for _, e := range list {
 		switch {
-		case hit[e.ID]:
-		case ran[e.ID]:
+		case o.hit[e.ID]:
+		case o.ran[e.ID]:
 			nowPass = append(nowPass, e.ID)
 		default:
 			notRun = append(notRun, e.ID)
 		}
 	}
-	fmt.Fprintf(w, "expected failures: %d of %d entries failed as expected\n", len(hit), len(cfg.ExpectedFailures))
-	for _, e := range cfg.ExpectedFailures {
-		if hit[e.ID] {
+	fmt.Fprintf(w, "expected failures: %d of %d entries failed as expected\n", len(o.hit), len(list))
+	for _, e := range list {
+		if o.hit[e.ID] {
 			fmt.Fprintf(w, "  EXPECTED %s: %s\n", e.ID, e.Reason)
 		}
 	}
-	for _, id := range unexpected {
+	for _, id := range o.unexpected {
 		fmt.Fprintf(w, "  UNEXPECTED FAILURE %s (not in the expected-failures file)\n", id)
 	}
 	for _, id := range nowPass {

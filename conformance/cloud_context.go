@@ -167,7 +167,7 @@ func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 		}
 	}
 	tc.closeSessions(ctx)
-	deadline := time.Now().Add(tc.Config.settle())
+	deadline := time.Now().Add(tc.settleTime())
 	for {
 		pending := 0
 		for _, cs := range created {
@@ -201,7 +201,7 @@ func (tc *TestContext) finishCloud(ctx context.Context) (claimed []string) {
 	}
 	if len(left) > 0 {
 		ginkgo.AddReportEntry("sandboxes the kit destroyed",
-			fmt.Sprintf("%s outlived the spec's sessions by %s and were destroyed by the kit", strings.Join(left, ", "), tc.Config.settle()))
+			fmt.Sprintf("%s outlived the spec's sessions by %s and were destroyed by the kit", strings.Join(left, ", "), tc.settleTime()))
 	}
 	if len(failed) > 0 {
 		ginkgo.AddReportEntry("sandboxes not destroyed",

@@ -234,7 +234,7 @@ func TestCloudChild(t *testing.T) {
 	cfg.Cloud = true
 	cfg.StateDir = os.Getenv(cloudStateEnv)
 	cfg.RunID = os.Getenv(cloudRunIDEnv)
-	cfg.setCloudSettle(3 * time.Second)
+	seams := testSeams{cloudSettle: 3 * time.Second}
 	switch mode {
 	case "pass":
 	case "stdio":
@@ -243,19 +243,19 @@ func TestCloudChild(t *testing.T) {
 	case "http":
 		targetTestHTTPServer(cfg, os.Getenv(cloudHTTPAddrEnv))
 	case "claims-foreign":
-		cfg.setBreakage(claimsForeignAsCreated(os.Getenv(cloudForeignEnv)))
+		seams.breakage = claimsForeignAsCreated(os.Getenv(cloudForeignEnv))
 	case "skips-cleanup":
-		cfg.setBreakage(skipsCleanup())
+		seams.breakage = skipsCleanup()
 	case "leaks-key":
-		cfg.setBreakage(leaksKeyInErrors())
+		seams.breakage = leaksKeyInErrors()
 	case "create-fails-with-key":
-		cfg.setBreakage(createFailsWithKey())
+		seams.breakage = createFailsWithKey()
 	case "hangs":
-		cfg.setBreakage(hangsOnSetTimeout())
+		seams.breakage = hangsOnSetTimeout()
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}
-	RunWith(t, cfg, &RunOptions{EvidenceDir: os.Getenv(cloudEvidenceEnv), LabelFilter: os.Getenv(cloudFilterEnv)})
+	runKit(t, cfg, &RunOptions{EvidenceDir: os.Getenv(cloudEvidenceEnv), LabelFilter: os.Getenv(cloudFilterEnv)}, seams)
 }
 
 // targetTestHTTPServer points cfg at this test binary started as the

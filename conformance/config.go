@@ -3,19 +3,14 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
-	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
-	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // Config says which server the kit checks and how. Build one with
@@ -117,52 +112,6 @@ type Config struct {
 	// RunID names the run in its state file and evidence. Default: a fresh
 	// [cloudstate.NewRunID].
 	RunID string
-
-	// seams, set only by the kit's own tests (export_test.go), bend the
-	// run for them; a user never sets them.
-	seams *testSeams
-}
-
-// testSeams are the kit's own tests' hooks into a run.
-type testSeams struct {
-	// breakage turns the in-process reference server into a deliberately
-	// broken variant.
-	breakage *breakage
-	// cloudSettle replaces the settle time of cloud mode (against a fake
-	// posing as a real provider).
-	cloudSettle time.Duration
-	// fakeRoutes makes the fake serve one create/connect route family; the
-	// in-process reference server is then configured for it.
-	fakeRoutes fakeprovider.RouteFamily
-}
-
-// seam returns the run's test seams (none outside the kit's own tests).
-func (c *Config) seam() testSeams {
-	if c.seams == nil {
-		return testSeams{}
-	}
-	return *c.seams
-}
-
-// breakage is a deliberately broken variant of the reference server: a
-// wrapper around its transport to the provider and a middleware around its
-// MCP methods. The kit's power tests prove every family catches one.
-type breakage struct {
-	transport  func(http.RoundTripper) http.RoundTripper
-	middleware func(env breakEnv) mcp.Middleware
-	// http edits the options of the in-process server's HTTP listeners.
-	http func(*server.HTTPOptions)
-	// onShutdown runs when the kit shuts an in-process server down, before
-	// the server's own Shutdown.
-	onShutdown func()
-}
-
-// breakEnv is what a broken variant's middleware may use to reach the
-// provider on its own.
-type breakEnv struct {
-	rt     http.RoundTripper
-	apiURL string
-	apiKey string
 }
 
 // DefaultInProcessDeadline is the provider deadline the in-process
@@ -354,9 +303,6 @@ func (c *Config) stateDir() string {
 
 // settle is how long the kit waits for a closed session's sandboxes to go.
 func (c *Config) settle() time.Duration {
-	if d := c.seam().cloudSettle; c.Cloud && d > 0 {
-		return d
-	}
 	if c.Cloud && c.SettleTimeout < cloudMinSettle {
 		return cloudMinSettle
 	}

@@ -231,7 +231,7 @@ func (s *Session) Close(ctx context.Context) error {
 			s.tc.noteEnding(s.conn.ending())
 		}
 		if s.conn.ended != nil {
-			wctx, cancel := context.WithTimeout(ctx, s.tc.Config.settle())
+			wctx, cancel := context.WithTimeout(ctx, s.tc.settleTime())
 			defer cancel()
 			if err := s.conn.ended(wctx); err != nil && s.closed == nil {
 				s.closed = fmt.Errorf("server did not finish the session: %w", err)
@@ -240,6 +240,9 @@ func (s *Session) Close(ctx context.Context) error {
 	})
 	return s.closed
 }
+
+// settle is how long the run waits for a closed session's sandboxes to go.
+func (tc *TestContext) settleTime() time.Duration { return tc.run.settleTime }
 
 // Transcript returns the spec's calls so far.
 func (tc *TestContext) Transcript() []Exchange {
@@ -254,7 +257,7 @@ func (tc *TestContext) finish(ctx context.Context) {
 	tc.reportFindings()
 	if tc.run.cloud != nil {
 		claimed := tc.finishCloud(ctx)
-		tc.run.rec.specDone(tc)
+		tc.run.keep(tc)
 		if len(claimed) > 0 {
 			ginkgo.Fail(fmt.Sprintf("the server reported %s as created by its sessions, but the platform says it started before the run began: "+
 				"the run did not create it, so the kit left it alone (it destroys only what the run created)", strings.Join(claimed, ", ")))
@@ -263,7 +266,7 @@ func (tc *TestContext) finish(ctx context.Context) {
 	}
 	tc.closeSessions(ctx)
 	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return len(tc.leftBehind()) == 0 })
-	tc.run.rec.specDone(tc)
+	tc.run.keep(tc)
 	tc.reportEndings()
 	tc.diagnose()
 	tc.checkLeaks(tc.Config.SettleTimeout)

@@ -54,9 +54,7 @@ func TestCorrectAlternativeChild(t *testing.T) {
 	}
 	for _, a := range correctAlternatives() {
 		if a.name == name {
-			cfg := NewConfig()
-			cfg.setBreakage(a.make())
-			RunWith(t, cfg, childOptions(&RunOptions{LabelFilter: strings.Join(a.specs, " || ")}))
+			runKit(t, NewConfig(), childOptions(&RunOptions{LabelFilter: strings.Join(a.specs, " || ")}), testSeams{breakage: a.make()})
 			return
 		}
 	}

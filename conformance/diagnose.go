@@ -8,6 +8,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -126,7 +127,7 @@ func (tc *TestContext) noteEnding(how string) {
 
 // endingsEntry is the report entry that counts, for one spec, how its
 // sessions' server processes ended: "exited on EOF=3;needed SIGTERM=1".
-const endingsEntry = "sandboxkit process endings"
+const endingsEntry = summary.EntryEndings
 
 // reportEndings records the spec's process endings in its report, where
 // the summary (merged across processes) adds them up.

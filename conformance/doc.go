@@ -22,4 +22,19 @@
 // them by ID at the end ([cloudstate.Sweep] cleans up after an interrupted run).
 // [RunOptions.EvidenceDir] records any run as an evidence bundle (package
 // evidence).
+//
+// # Where things are
+//
+// Each family's specs are in specs_<family>.go (a large family spreads over
+// specs_<family>_<part>.go): the file opens with the family's list, a
+// ...Specs function of keyed Spec literals that spec.go registers, and each
+// body below the list is a named function, spec<ID tail> (the body of
+// exec.cwd-and-envs is specCwdAndEnvs; with the family's name where two
+// would clash: specBoundsCreateSandbox). The run is in run.go ([RunWith]),
+// suite.go (the run's state and its Ginkgo tree), context.go (what a spec
+// gets) and target_*.go (how the server is reached). When the run is over,
+// record.go says what it was and package internal/record builds and writes
+// its evidence bundle; package internal/summary reads the report for the
+// console ([WriteSummary], [Coverage]). The kit's own tests reach a run
+// through runKit's test seams (seams.go), never through [Config].
 package conformance

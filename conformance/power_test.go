@@ -56,13 +56,11 @@ func TestBrokenVariantChild(t *testing.T) {
 		if v.name != name {
 			continue
 		}
-		cfg := NewConfig()
-		cfg.setBreakage(v.make())
 		filter := string(v.family)
 		if ids := focusedSpecs[name]; len(ids) > 0 {
 			filter = strings.Join(ids, " || ")
 		}
-		RunWith(t, cfg, childOptions(&RunOptions{LabelFilter: filter}))
+		runKit(t, NewConfig(), childOptions(&RunOptions{LabelFilter: filter}), testSeams{breakage: v.make()})
 		return
 	}
 	t.Fatalf("unknown variant %q", name)

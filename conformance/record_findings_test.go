@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/sandboxkit/sandboxkit/conformance/internal/record"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -33,8 +34,7 @@ func TestEvidenceKeepsFindings(t *testing.T) {
 		{"clean", ginkgo.Report{SpecReports: []types.SpecReport{passed("exec.run-code-bash")}}, evidence.StatusPassed, 0},
 	} {
 		dir := filepath.Join(t.TempDir(), c.name)
-		rec := newRecorder(NewConfig())
-		if _, err := rec.writeEvidence(dir, c.report); err != nil {
+		if _, err := record.Write(dir, newRun(NewConfig(), testSeams{}).evidence(c.report, nil)); err != nil {
 			t.Fatal(err)
 		}
 		// A bundle of two specs lacks the required ones; its manifest

@@ -41,16 +41,16 @@ func TestReferenceServerRouteFamilies(t *testing.T) {
 // TestRouteFamilyChild runs the kit with the fake restricted to the family
 // named in the environment.
 func TestRouteFamilyChild(t *testing.T) {
-	cfg := NewConfig()
+	var seams testSeams
 	switch os.Getenv(routesEnv) {
 	case "v1":
-		cfg.setFakeRoutes(fakeprovider.V1Routes)
+		seams.fakeRoutes = fakeprovider.V1Routes
 	case "v2":
-		cfg.setFakeRoutes(fakeprovider.V2Routes)
+		seams.fakeRoutes = fakeprovider.V2Routes
 	default:
 		t.Skip("run by TestReferenceServerRouteFamilies")
 	}
-	if !RunWith(t, cfg, childOptions(nil)) {
+	if !runKit(t, NewConfig(), childOptions(nil), seams) {
 		t.Fatal("the reference server fails the conformance kit")
 	}
 }

@@ -25,7 +25,6 @@ type Rule struct {
 }
 
 var (
-	ruleLabel   = regexp.MustCompile(`^[A-Z]+-[0-9]+$`)
 	ruleLine    = regexp.MustCompile(`^- ([A-Z]+-[0-9]+): (.*)$`)
 	sectionLine = regexp.MustCompile(`^## (.*)$`)
 )

@@ -6,13 +6,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
+	"github.com/sandboxkit/sandboxkit/conformance/internal/record"
+	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -52,7 +53,7 @@ type RunOptions struct {
 
 // ClaimedElsewhere is the skip message of a spec that another process of
 // the same run claimed (see [RunOptions].Claim).
-const ClaimedElsewhere = "claimed by another process of this run"
+const ClaimedElsewhere = summary.ClaimedElsewhere
 
 // Run runs the whole kit from a go test function:
 //
@@ -71,6 +72,11 @@ func Run(t ginkgo.GinkgoTestingT, cfg *Config) bool { return RunWith(t, cfg, nil
 // label filter gains "!needs-fake", and the run's ID and state file are
 // printed to the summary writer first.
 func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
+	return runKit(t, cfg, opts, testSeams{})
+}
+
+// runKit is [RunWith] with the kit's own tests' seams (none for a user).
+func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSeams) bool {
 	if opts == nil {
 		opts = &RunOptions{}
 	}
@@ -78,6 +84,64 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if summary == nil {
 		summary = os.Stdout
 	}
+	if err := checkStart(cfg, opts); err != nil {
+		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
+		t.Fail()
+		return false
+	}
+	run := newRun(cfg, seams)
+	if cfg.Cloud && !opts.DryRun {
+		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
+			run.id, filepath.Join(cfg.stateDir(), run.id+".json"), run.id, cfg.stateDir())
+	}
+	gomega.RegisterFailHandler(failHandler(run))
+	var banner io.Writer
+	if opts.Claim == nil {
+		// A process of a parallel run leaves the banner to its parent,
+		// which prints it once from the merged report (WriteBanner).
+		banner = summary
+	}
+	describe(run, opts.Claim, banner)
+	suiteCfg, repCfg := suiteConfig(cfg, opts)
+	selection := selectionOf(suiteCfg)
+	outcome := false // set by the report, which every run that is not a dry run writes
+	var evidenceErr error
+	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
+		if opts.DryRun {
+			return
+		}
+		WriteSummary(summary, r)
+		outcome = WriteOutcome(summary, r, cfg)
+		run.writeCloudSummary(summary)
+		if opts.EvidenceDir == "" {
+			return
+		}
+		// The run is over: its bundle is built once, from what it was.
+		if mode, err := record.Write(opts.EvidenceDir, run.evidence(r, selection)); err != nil {
+			evidenceErr = err
+			fmt.Fprintf(summary, "EVIDENCE NOT WRITTEN: %v\n", err)
+		} else {
+			fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", mode, evidenceDirAbs(opts.EvidenceDir))
+		}
+	})
+	// Ginkgo fails its T at any failed spec; the run's outcome is decided
+	// by WriteOutcome, which honours the baseline (expected failures) and
+	// the run's findings.
+	ok := ginkgo.RunSpecs(&outcomeT{}, "sandboxkit conformance", suiteCfg, repCfg)
+	if !opts.DryRun {
+		ok = outcome
+	}
+	if evidenceErr != nil || len(run.cleanupFailures()) > 0 || !ok {
+		t.Fail()
+		return false
+	}
+	return true
+}
+
+// checkStart refuses a run that cannot start: an invalid configuration, an
+// evidence directory that is not empty, or a shared run that would write
+// evidence or go to the cloud.
+func checkStart(cfg *Config, opts *RunOptions) error {
 	err := cfg.Validate()
 	if err == nil && opts.EvidenceDir != "" && !opts.DryRun {
 		err = evidence.CheckDir(opts.EvidenceDir)
@@ -85,55 +149,29 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if err == nil && opts.Claim != nil && (opts.EvidenceDir != "" || cfg.Cloud) {
 		err = errors.New("a run that shares its specs with other processes writes no evidence and never runs in cloud mode: one bundle and one state file need one process")
 	}
-	if err != nil {
-		fmt.Fprintf(summary, "sandboxkit conformance: not started: %v\n", err)
-		t.Fail()
-		return false
+	return err
+}
+
+// failHandler is Ginkgo's Fail, which in a cloud run first redacts what the
+// run saw: failure messages of a cloud run reach consoles and reports that
+// may be shared, as its bundle is redacted.
+func failHandler(run *runState) func(message string, callerSkip ...int) {
+	if !run.cfg.Cloud {
+		return ginkgo.Fail
 	}
-	rec := newRecorder(cfg)
-	if cfg.Cloud && !opts.DryRun {
-		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
-			rec.runID, filepath.Join(cfg.stateDir(), rec.runID+".json"), rec.runID, cfg.stateDir())
-	}
-	fail := ginkgo.Fail
-	if cfg.Cloud {
-		// Failure messages of a cloud run reach consoles and reports that
-		// may be shared: redact what the run saw, as in its bundle.
-		fail = func(message string, callerSkip ...int) {
-			skip := 1
-			if len(callerSkip) > 0 {
-				skip += callerSkip[0]
-			}
-			ginkgo.Fail(rec.redact(message), skip)
+	return func(message string, callerSkip ...int) {
+		skip := 1
+		if len(callerSkip) > 0 {
+			skip += callerSkip[0]
 		}
+		ginkgo.Fail(run.redact(message), skip)
 	}
-	gomega.RegisterFailHandler(fail)
-	var banner io.Writer
-	if opts.Claim == nil {
-		// A process of a parallel run leaves the banner to its parent,
-		// which prints it once from the merged report (WriteBanner).
-		banner = summary
-	}
-	describe(cfg, rec, opts.Claim, banner)
-	outcome := false // set by the report, which every run that is not a dry run writes
-	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
-		if opts.DryRun {
-			return
-		}
-		WriteSummary(summary, r)
-		outcome = WriteOutcome(summary, r, cfg)
-		rec.writeCloudSummary(summary)
-		if opts.EvidenceDir != "" {
-			if mode, err := rec.writeEvidence(opts.EvidenceDir, r); err != nil {
-				rec.mu.Lock()
-				rec.evidenceErr = err
-				rec.mu.Unlock()
-				fmt.Fprintf(summary, "EVIDENCE NOT WRITTEN: %v\n", err)
-			} else {
-				fmt.Fprintf(summary, "evidence bundle (%s) written to %s\n", mode, evidenceDirAbs(opts.EvidenceDir))
-			}
-		}
-	})
+}
+
+// suiteConfig is Ginkgo's configuration (from its -ginkgo.* flags under go
+// test) with the run's options applied; cloud mode leaves out the specs
+// that need the fake.
+func suiteConfig(cfg *Config, opts *RunOptions) (types.SuiteConfig, types.ReporterConfig) {
 	suiteCfg, repCfg := ginkgo.GinkgoConfiguration()
 	if opts.LabelFilter != "" {
 		suiteCfg.LabelFilter = opts.LabelFilter
@@ -147,14 +185,10 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	}
 	suiteCfg.FocusStrings = append(suiteCfg.FocusStrings, opts.Focus...)
 	suiteCfg.SkipStrings = append(suiteCfg.SkipStrings, opts.Skip...)
-	if opts.FailFast {
-		suiteCfg.FailFast = true
-	}
+	suiteCfg.FailFast = suiteCfg.FailFast || opts.FailFast
+	suiteCfg.DryRun = suiteCfg.DryRun || opts.DryRun
 	if opts.Timeout > 0 {
 		suiteCfg.Timeout = opts.Timeout
-	}
-	if opts.DryRun {
-		suiteCfg.DryRun = true
 	}
 	if opts.JUnitReport != "" {
 		repCfg.JUnitReport = opts.JUnitReport
@@ -162,36 +196,24 @@ func RunWith(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions) bool {
 	if opts.JSONReport != "" {
 		repCfg.JSONReport = opts.JSONReport
 	}
-	if opts.Verbose {
-		repCfg.Verbose = true
-	}
-	rec.selection = map[string]any{"label_filter": suiteCfg.LabelFilter}
-	if len(suiteCfg.FocusStrings) > 0 {
-		rec.selection["focus"] = suiteCfg.FocusStrings
-	}
-	if len(suiteCfg.SkipStrings) > 0 {
-		rec.selection["skip"] = suiteCfg.SkipStrings
-	}
-	// Ginkgo fails its T at any failed spec; the run's outcome is decided
-	// by WriteOutcome, which honours the baseline (expected failures) and
-	// the run's findings.
-	gt := &outcomeT{}
+	repCfg.Verbose = repCfg.Verbose || opts.Verbose
 	if !isTerminal(os.Stdout) {
 		// Escape codes only garble a log file or a CI page.
 		repCfg.NoColor = true
 	}
-	ok := ginkgo.RunSpecs(gt, "sandboxkit conformance", suiteCfg, repCfg)
-	if !opts.DryRun {
-		ok = outcome
+	return suiteCfg, repCfg
+}
+
+// selectionOf is what the run selected, for its evidence.
+func selectionOf(suiteCfg types.SuiteConfig) map[string]any {
+	selection := map[string]any{"label_filter": suiteCfg.LabelFilter}
+	if len(suiteCfg.FocusStrings) > 0 {
+		selection["focus"] = suiteCfg.FocusStrings
 	}
-	rec.mu.Lock()
-	bad := rec.evidenceErr != nil || len(rec.failedCleanup) > 0
-	rec.mu.Unlock()
-	if bad || !ok {
-		t.Fail()
-		return false
+	if len(suiteCfg.SkipStrings) > 0 {
+		selection["skip"] = suiteCfg.SkipStrings
 	}
-	return true
+	return selection
 }
 
 // outcomeT records Ginkgo's verdict without passing it on: RunWith
@@ -204,68 +226,32 @@ func (t *outcomeT) Fail() { t.failed = true }
 // WriteSummary prints passed/failed/skipped per family, the failures
 // grouped by first cause (one line for a cause that one spec met, the
 // cause and the specs it affected for one that several met), why specs
-// were skipped, and how the server processes the kit started ended.
-func WriteSummary(w io.Writer, r ginkgo.Report) {
-	type counts struct{ passed, failed, skipped int }
-	byFamily := map[Family]*counts{}
-	for _, sr := range r.SpecReports {
-		if sr.LeafNodeType != types.NodeTypeIt {
-			continue
-		}
-		fam, _, _ := classify(sr.Labels())
-		c := byFamily[fam]
-		if c == nil {
-			c = &counts{}
-			byFamily[fam] = c
-		}
-		switch {
-		case sr.State.Is(types.SpecStatePassed):
-			c.passed++
-		case sr.State.Is(types.SpecStateSkipped | types.SpecStatePending):
-			c.skipped++
-		case sr.State.Is(types.SpecStateFailureStates):
-			c.failed++
-		}
+// were skipped, how the server processes the kit started ended, and the
+// rule coverage.
+func WriteSummary(w io.Writer, r ginkgo.Report) { summary.Write(w, r, catalog()) }
+
+// catalog is what the summary knows of the kit's catalog.
+func catalog() summary.Catalog {
+	cat := summary.Catalog{Families: familyNames(), Tools: ContractTools()}
+	for _, r := range Rules() {
+		cat.Rules = append(cat.Rules, r.ID)
 	}
-	fmt.Fprintln(w, "\nsandboxkit conformance summary")
-	total := counts{}
+	return cat
+}
+
+// familyNames are the families' labels in report order.
+func familyNames() []string {
+	var names []string
 	for _, f := range Families() {
-		c := byFamily[f]
-		if c == nil {
-			continue
-		}
-		fmt.Fprintf(w, "  %-11s %3d passed  %3d failed  %3d skipped\n", f, c.passed, c.failed, c.skipped)
-		total.passed += c.passed
-		total.failed += c.failed
-		total.skipped += c.skipped
+		names = append(names, string(f))
 	}
-	writeFailures(w, r)
-	writeSkips(w, r)
-	writeEndings(w, r)
-	writeCoverage(w, r)
-	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
+	return names
 }
 
 // classify reads a spec's family, ID and rule labels.
 func classify(labels []string) (Family, string, []string) {
-	var fam Family
-	var id string
-	var rules []string
-	isFamily := map[string]bool{}
-	for _, f := range Families() {
-		isFamily[string(f)] = true
-	}
-	for _, l := range labels {
-		switch {
-		case isFamily[l]:
-			fam = Family(l)
-		case ruleLabel.MatchString(l):
-			rules = append(rules, l)
-		case strings.Contains(l, "."):
-			id = l
-		}
-	}
-	return fam, id, rules
+	fam, id, rules := summary.Catalog{Families: familyNames()}.Classify(labels)
+	return Family(fam), id, rules
 }
 
 // isTerminal reports whether f is a character device (a terminal).

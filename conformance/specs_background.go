@@ -32,197 +32,215 @@ func backgroundSpecs() []Spec {
 			ID: "background.start-returns-at-once", Rules: []string{"BG-1", "BG-2"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "start_background_command returns command_id and sandbox_id at once for a long command, which then reads as running with a null exit_code",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				bgStart(ctx, tc, s, map[string]any{"command": "true"}) // the sandbox exists before the clock starts
-				start := time.Now()
-				id, sb := bgStart(ctx, tc, s, map[string]any{"command": "echo started; sleep 30; echo never"})
-				gomega.Expect(time.Since(start)).To(gomega.BeNumerically("<", tc.allow(ctx, bgPrompt)), "start_background_command must not wait for the command")
-				gomega.Expect(sb).NotTo(gomega.BeEmpty())
-				var o bgOut
-				gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool {
-					o = bgGet(ctx, tc, s, id, "", 0)
-					return o.Stdout != ""
-				})).To(gomega.BeTrue(), "the command's first output never arrived")
-				gomega.Expect(o.Running).To(gomega.BeTrue(), "a sleeping command is running")
-				gomega.Expect(o.ExitCode).To(gomega.BeNil(), "exit_code is null while the command runs")
-				gomega.Expect(o.Stdout).To(gomega.Equal("started\n"))
-				gomega.Expect(o.NextCursor).NotTo(gomega.BeEmpty(), "next_cursor is always given")
-				tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
-			},
+			Body:  specStartReturnsAtOnce,
 		},
 		{
 			ID: "background.exit-status", Rules: []string{"BG-1", "BG-2"},
 			Tools: []string{"start_background_command", "get_background_command", "run_command"},
 			Title: "get_background_command reports running false and the exit_code once the command ended, with its cwd and envs honoured",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				dir := scratchDir("bgcwd")
-				s.runCommand(ctx, "mkdir -p "+dir)
-				id, _ := bgStart(ctx, tc, s, map[string]any{
-					"command": `pwd; echo "[$SBK_BG]"; echo to-err >&2; exit 7`,
-					"cwd":     dir,
-					"envs":    map[string]string{"SBK_BG": "bg value"},
-				})
-				o := bgWaitEnd(ctx, tc, s, id)
-				gomega.Expect(o.ExitCode).NotTo(gomega.BeNil(), "exit_code is set once the command ended")
-				gomega.Expect(*o.ExitCode).To(gomega.Equal(7))
-				all := bgReadAll(ctx, tc, s, id, 0)
-				gomega.Expect(all.stdout).To(gomega.Equal(dir+"\n[bg value]\n"), "stdout: cwd and envs are honoured")
-				gomega.Expect(all.stderr).To(gomega.Equal("to-err\n"), "stderr is separate from stdout")
-
-				id, _ = bgStart(ctx, tc, s, map[string]any{"command": "echo fine"})
-				o = bgWaitEnd(ctx, tc, s, id)
-				gomega.Expect(o.ExitCode).NotTo(gomega.BeNil())
-				gomega.Expect(*o.ExitCode).To(gomega.Equal(0))
-			},
+			Body:  specExitStatus,
 		},
 		{
 			ID: "background.cursor-no-loss", Rules: []string{"BG-2"},
 			Tools: []string{"start_background_command", "get_background_command", "run_command"},
 			Title: "reading a running command from next_cursor in small pieces returns every byte of stdout and stderr exactly once",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				s.runCommand(ctx, "true")
-				id, _ := bgStart(ctx, tc, s, map[string]any{
-					"command": `for i in $(seq 1 200); do echo line-$i; if [ $((i % 10)) -eq 0 ]; then echo err-$i >&2; fi; sleep 0.01; done`,
-				})
-				var wantOut, wantErr strings.Builder
-				for i := 1; i <= 200; i++ {
-					fmt.Fprintf(&wantOut, "line-%d\n", i)
-					if i%10 == 0 {
-						fmt.Fprintf(&wantErr, "err-%d\n", i)
-					}
-				}
-				all := bgReadAll(ctx, tc, s, id, 37)
-				gomega.Expect(all.sawRunning).To(gomega.BeTrue(), "the reads must have overlapped the command's run")
-				gomega.Expect(all.reads).To(gomega.BeNumerically(">", 10), "small max_bytes must split the output over many reads")
-				gomega.Expect(all.stdout).To(gomega.Equal(wantOut.String()), "stdout read piecewise from next_cursor: no byte lost or repeated")
-				gomega.Expect(all.stderr).To(gomega.Equal(wantErr.String()), "stderr read piecewise from next_cursor: no byte lost or repeated")
-				gomega.Expect(all.last.ExitCode).NotTo(gomega.BeNil())
-				gomega.Expect(*all.last.ExitCode).To(gomega.Equal(0))
-			},
+			Body:  specCursorNoLoss,
 		},
 		{
 			ID: "background.kill", Rules: []string{"BG-3"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command", "run_command"},
 			Title: "kill_background_command with SIGTERM (the default) or SIGKILL answers success true and the command stops",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				dir := scratchDir("bgkill")
-				s.runCommand(ctx, "mkdir -p "+dir)
-				for _, sig := range []string{"", "SIGTERM", "SIGKILL"} {
-					marker := dir + "/after-" + strings.ToLower(sig)
-					id, _ := bgStart(ctx, tc, s, map[string]any{"command": "echo up; sleep 1.5; echo late > " + marker + "; sleep 30"})
-					gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, s, id, "", 0).Stdout != "" })).To(gomega.BeTrue())
-					args := map[string]any{"command_id": id}
-					if sig != "" {
-						args["signal"] = sig
-					}
-					r := tc.ExpectSuccess(s.Call(ctx, "kill_background_command", args))
-					gomega.Expect(r.Structured).To(gomega.Equal(map[string]any{"success": true}), "kill_background_command %q result", sig)
-					var o bgOut
-					gomega.Expect(tc.WaitFor(ctx, 3*time.Second, func() bool {
-						o = bgGet(ctx, tc, s, id, "", 0)
-						return !o.Running
-					})).To(gomega.BeTrue(), "signal %q: the command must stop", sig)
-					gomega.Expect(o.ExitCode).NotTo(gomega.BeNil(), "signal %q: a stopped command has an exit_code", sig)
-					gomega.Expect(*o.ExitCode).NotTo(gomega.Equal(0), "signal %q: a killed command did not succeed", sig)
-				}
-				time.Sleep(1600 * time.Millisecond)
-				out := s.runCommand(ctx, "ls "+dir)
-				gomega.Expect(out.Stdout).To(gomega.BeEmpty(), "a killed command must not go on running")
-			},
+			Body:  specKill,
 		},
 		{
 			ID: "background.unknown-id-not-found", Rules: []string{"BG-3"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "get_background_command and kill_background_command answer not_found for a command_id this session never got",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				id, _ := bgStart(ctx, tc, s, map[string]any{"command": "sleep 30"})
-				unknown := bgMutateID(id)
-				tc.ExpectToolError(s.Call(ctx, "get_background_command", map[string]any{"command_id": unknown}), "not_found")
-				tc.ExpectToolError(s.Call(ctx, "kill_background_command", map[string]any{"command_id": unknown}), "not_found")
-				tc.ExpectToolError(s.Call(ctx, "kill_background_command", map[string]any{"command_id": unknown, "signal": "SIGKILL"}), "not_found")
-				o := bgGet(ctx, tc, s, id, "", 0)
-				gomega.Expect(o.Running).To(gomega.BeTrue(), "the real command is untouched")
-				tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
-			},
+			Body:  specUnknownIDNotFound,
 		},
 		{
 			ID: "background.foreign-session-not-found", Rules: []string{"BG-3", "BG-4"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "a command_id is valid only in the session that started it: another session gets not_found and cannot stop it",
-			Body: func(ctx context.Context, tc *TestContext) {
-				a := tc.Connect(ctx)
-				b := tc.Connect(ctx)
-				id, _ := bgStart(ctx, tc, a, map[string]any{"command": "echo mine; sleep 30"})
-				gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, a, id, "", 0).Stdout != "" })).To(gomega.BeTrue())
-				r := b.Call(ctx, "get_background_command", map[string]any{"command_id": id})
-				tc.ExpectToolError(r, "not_found")
-				gomega.Expect(r.JSON).NotTo(gomega.ContainSubstring("mine"), "another session must not see the output")
-				tc.ExpectToolError(b.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}), "not_found")
-				time.Sleep(100 * time.Millisecond)
-				o := bgGet(ctx, tc, a, id, "", 0)
-				gomega.Expect(o.Running).To(gomega.BeTrue(), "the foreign kill must not stop the command")
-				tc.ExpectSuccess(a.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
-			},
+			Body:  specForeignSessionNotFound,
 		},
 		{
 			ID: "background.implicit-create", Rules: []string{"SESSION-2", "BG-1"}, NeedsFake: true,
 			Tools: []string{"start_background_command", "get_sandbox"},
 			Title: "start_background_command without sandbox_id and without a default creates one sandbox, names it in sandbox_id and makes it the owned default",
-			Body: func(ctx context.Context, tc *TestContext) {
-				tc.expectImplicitCreate(ctx, dpImplicitCase{"start_background_command", map[string]any{"command": "echo one"}}, dpImplicitCase{"start_background_command", map[string]any{"command": "echo two"}})
-			},
+			Body:  specBackgroundImplicitCreate,
 		},
 		{
 			ID: "background.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "start_background_command", "get_background_command", "kill_background_command"},
 			Title: "start, get and kill of a background command on an owned sandbox each renew it to the session's renewal policy",
-			Body: func(ctx context.Context, tc *TestContext) {
-				var cmd string
-				s := tc.Connect(ctx)
-				id := s.createWithTimeout(ctx, 150)
-				steps := []struct {
-					tool     string
-					args     func() map[string]any
-					wantEnvd bool
-				}{
-					{"start_background_command", func() map[string]any { return map[string]any{"command": "sleep 30", "sandbox_id": id} }, true},
-					{"get_background_command", func() map[string]any { return map[string]any{"command_id": cmd} }, false},
-					{"kill_background_command", func() map[string]any { return map[string]any{"command_id": cmd, "signal": "SIGKILL"} }, true},
-				}
-				for _, st := range steps {
-					tc.Clock.Advance(5 * time.Second)
-					mark := tc.Fake.Journal().Len()
-					r := tc.ExpectSuccess(s.Call(ctx, st.tool, st.args()))
-					if st.tool == "start_background_command" {
-						cmd = r.String("command_id")
-						gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(id))
-					}
-					tc.expectRenewedSince(st.tool, id, mark, 150, st.wantEnvd)
-				}
-			},
+			Body:  specBackgroundRenewsOwned,
 		},
 		{
 			ID: "background.external-no-renew", Rules: []string{"RENEW-2", "BG-1"}, NeedsFake: true,
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
 			Title: "background commands on an external sandbox reach it through connect and never renew it",
-			Body: func(ctx context.Context, tc *TestContext) {
-				ext := tc.Seed(fakeprovider.SandboxSeed{})
-				s := tc.Connect(ctx)
-				mark := tc.Fake.Journal().Len()
-				id, sb := bgStart(ctx, tc, s, map[string]any{"command": "echo ext; sleep 30", "sandbox_id": ext})
-				gomega.Expect(sb).To(gomega.Equal(ext), "sandbox_id names the external sandbox the command runs in")
-				gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, s, id, "", 0).Stdout == "ext\n" })).To(gomega.BeTrue())
-				tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
-				tc.expectExternalUntouchedSince("background tools", ext, mark, true)
-				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
-			},
+			Body:  specBackgroundExternalNoRenew,
 		},
 	}
+}
+
+func specStartReturnsAtOnce(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	bgStart(ctx, tc, s, map[string]any{"command": "true"}) // the sandbox exists before the clock starts
+	start := time.Now()
+	id, sb := bgStart(ctx, tc, s, map[string]any{"command": "echo started; sleep 30; echo never"})
+	gomega.Expect(time.Since(start)).To(gomega.BeNumerically("<", tc.allow(ctx, bgPrompt)), "start_background_command must not wait for the command")
+	gomega.Expect(sb).NotTo(gomega.BeEmpty())
+	var o bgOut
+	gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool {
+		o = bgGet(ctx, tc, s, id, "", 0)
+		return o.Stdout != ""
+	})).To(gomega.BeTrue(), "the command's first output never arrived")
+	gomega.Expect(o.Running).To(gomega.BeTrue(), "a sleeping command is running")
+	gomega.Expect(o.ExitCode).To(gomega.BeNil(), "exit_code is null while the command runs")
+	gomega.Expect(o.Stdout).To(gomega.Equal("started\n"))
+	gomega.Expect(o.NextCursor).NotTo(gomega.BeEmpty(), "next_cursor is always given")
+	tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
+}
+
+func specExitStatus(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	dir := scratchDir("bgcwd")
+	s.runCommand(ctx, "mkdir -p "+dir)
+	id, _ := bgStart(ctx, tc, s, map[string]any{
+		"command": `pwd; echo "[$SBK_BG]"; echo to-err >&2; exit 7`,
+		"cwd":     dir,
+		"envs":    map[string]string{"SBK_BG": "bg value"},
+	})
+	o := bgWaitEnd(ctx, tc, s, id)
+	gomega.Expect(o.ExitCode).NotTo(gomega.BeNil(), "exit_code is set once the command ended")
+	gomega.Expect(*o.ExitCode).To(gomega.Equal(7))
+	all := bgReadAll(ctx, tc, s, id, 0)
+	gomega.Expect(all.stdout).To(gomega.Equal(dir+"\n[bg value]\n"), "stdout: cwd and envs are honoured")
+	gomega.Expect(all.stderr).To(gomega.Equal("to-err\n"), "stderr is separate from stdout")
+
+	id, _ = bgStart(ctx, tc, s, map[string]any{"command": "echo fine"})
+	o = bgWaitEnd(ctx, tc, s, id)
+	gomega.Expect(o.ExitCode).NotTo(gomega.BeNil())
+	gomega.Expect(*o.ExitCode).To(gomega.Equal(0))
+}
+
+func specCursorNoLoss(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	s.runCommand(ctx, "true")
+	id, _ := bgStart(ctx, tc, s, map[string]any{
+		"command": `for i in $(seq 1 200); do echo line-$i; if [ $((i % 10)) -eq 0 ]; then echo err-$i >&2; fi; sleep 0.01; done`,
+	})
+	var wantOut, wantErr strings.Builder
+	for i := 1; i <= 200; i++ {
+		fmt.Fprintf(&wantOut, "line-%d\n", i)
+		if i%10 == 0 {
+			fmt.Fprintf(&wantErr, "err-%d\n", i)
+		}
+	}
+	all := bgReadAll(ctx, tc, s, id, 37)
+	gomega.Expect(all.sawRunning).To(gomega.BeTrue(), "the reads must have overlapped the command's run")
+	gomega.Expect(all.reads).To(gomega.BeNumerically(">", 10), "small max_bytes must split the output over many reads")
+	gomega.Expect(all.stdout).To(gomega.Equal(wantOut.String()), "stdout read piecewise from next_cursor: no byte lost or repeated")
+	gomega.Expect(all.stderr).To(gomega.Equal(wantErr.String()), "stderr read piecewise from next_cursor: no byte lost or repeated")
+	gomega.Expect(all.last.ExitCode).NotTo(gomega.BeNil())
+	gomega.Expect(*all.last.ExitCode).To(gomega.Equal(0))
+}
+
+func specKill(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	dir := scratchDir("bgkill")
+	s.runCommand(ctx, "mkdir -p "+dir)
+	for _, sig := range []string{"", "SIGTERM", "SIGKILL"} {
+		marker := dir + "/after-" + strings.ToLower(sig)
+		id, _ := bgStart(ctx, tc, s, map[string]any{"command": "echo up; sleep 1.5; echo late > " + marker + "; sleep 30"})
+		gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, s, id, "", 0).Stdout != "" })).To(gomega.BeTrue())
+		args := map[string]any{"command_id": id}
+		if sig != "" {
+			args["signal"] = sig
+		}
+		r := tc.ExpectSuccess(s.Call(ctx, "kill_background_command", args))
+		gomega.Expect(r.Structured).To(gomega.Equal(map[string]any{"success": true}), "kill_background_command %q result", sig)
+		var o bgOut
+		gomega.Expect(tc.WaitFor(ctx, 3*time.Second, func() bool {
+			o = bgGet(ctx, tc, s, id, "", 0)
+			return !o.Running
+		})).To(gomega.BeTrue(), "signal %q: the command must stop", sig)
+		gomega.Expect(o.ExitCode).NotTo(gomega.BeNil(), "signal %q: a stopped command has an exit_code", sig)
+		gomega.Expect(*o.ExitCode).NotTo(gomega.Equal(0), "signal %q: a killed command did not succeed", sig)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	out := s.runCommand(ctx, "ls "+dir)
+	gomega.Expect(out.Stdout).To(gomega.BeEmpty(), "a killed command must not go on running")
+}
+
+func specUnknownIDNotFound(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	id, _ := bgStart(ctx, tc, s, map[string]any{"command": "sleep 30"})
+	unknown := bgMutateID(id)
+	tc.ExpectToolError(s.Call(ctx, "get_background_command", map[string]any{"command_id": unknown}), "not_found")
+	tc.ExpectToolError(s.Call(ctx, "kill_background_command", map[string]any{"command_id": unknown}), "not_found")
+	tc.ExpectToolError(s.Call(ctx, "kill_background_command", map[string]any{"command_id": unknown, "signal": "SIGKILL"}), "not_found")
+	o := bgGet(ctx, tc, s, id, "", 0)
+	gomega.Expect(o.Running).To(gomega.BeTrue(), "the real command is untouched")
+	tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
+}
+
+func specForeignSessionNotFound(ctx context.Context, tc *TestContext) {
+	a := tc.Connect(ctx)
+	b := tc.Connect(ctx)
+	id, _ := bgStart(ctx, tc, a, map[string]any{"command": "echo mine; sleep 30"})
+	gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, a, id, "", 0).Stdout != "" })).To(gomega.BeTrue())
+	r := b.Call(ctx, "get_background_command", map[string]any{"command_id": id})
+	tc.ExpectToolError(r, "not_found")
+	gomega.Expect(r.JSON).NotTo(gomega.ContainSubstring("mine"), "another session must not see the output")
+	tc.ExpectToolError(b.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}), "not_found")
+	time.Sleep(100 * time.Millisecond)
+	o := bgGet(ctx, tc, a, id, "", 0)
+	gomega.Expect(o.Running).To(gomega.BeTrue(), "the foreign kill must not stop the command")
+	tc.ExpectSuccess(a.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
+}
+
+func specBackgroundImplicitCreate(ctx context.Context, tc *TestContext) {
+	tc.expectImplicitCreate(ctx, dpImplicitCase{"start_background_command", map[string]any{"command": "echo one"}}, dpImplicitCase{"start_background_command", map[string]any{"command": "echo two"}})
+}
+
+func specBackgroundRenewsOwned(ctx context.Context, tc *TestContext) {
+	var cmd string
+	s := tc.Connect(ctx)
+	id := s.createWithTimeout(ctx, 150)
+	steps := []struct {
+		tool     string
+		args     func() map[string]any
+		wantEnvd bool
+	}{
+		{"start_background_command", func() map[string]any { return map[string]any{"command": "sleep 30", "sandbox_id": id} }, true},
+		{"get_background_command", func() map[string]any { return map[string]any{"command_id": cmd} }, false},
+		{"kill_background_command", func() map[string]any { return map[string]any{"command_id": cmd, "signal": "SIGKILL"} }, true},
+	}
+	for _, st := range steps {
+		tc.Clock.Advance(5 * time.Second)
+		mark := tc.Fake.Journal().Len()
+		r := tc.ExpectSuccess(s.Call(ctx, st.tool, st.args()))
+		if st.tool == "start_background_command" {
+			cmd = r.String("command_id")
+			gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(id))
+		}
+		tc.expectRenewedSince(st.tool, id, mark, 150, st.wantEnvd)
+	}
+}
+
+func specBackgroundExternalNoRenew(ctx context.Context, tc *TestContext) {
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	s := tc.Connect(ctx)
+	mark := tc.Fake.Journal().Len()
+	id, sb := bgStart(ctx, tc, s, map[string]any{"command": "echo ext; sleep 30", "sandbox_id": ext})
+	gomega.Expect(sb).To(gomega.Equal(ext), "sandbox_id names the external sandbox the command runs in")
+	gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, s, id, "", 0).Stdout == "ext\n" })).To(gomega.BeTrue())
+	tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": id, "signal": "SIGKILL"}))
+	tc.expectExternalUntouchedSince("background tools", ext, mark, true)
+	gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
 }
 
 // bgStart starts a background command and returns its command_id and

@@ -41,184 +41,202 @@ func binarySpecs() []Spec {
 			ID: "binary.all-byte-values-round-trip", Rules: []string{"BIN-1", "BIN-2"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file writes all 256 byte values and reports their size and sha256; download_file returns the same bytes",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				data := make([]byte, 0, 512)
-				for i := 0; i < 256; i++ {
-					data = append(data, byte(i))
-				}
-				for i := 255; i >= 0; i-- { // and every value after every other kind of byte
-					data = append(data, byte(i))
-				}
-				file := scratchDir("allbytes") + "/nested/dir/all.bin"
-				binRoundTrip(ctx, tc, s, file, data)
-			},
+			Body:  specAllByteValuesRoundTrip,
 		},
 		{
 			ID: "binary.large-random-round-trip", Rules: []string{"BIN-1", "BIN-2"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "a 2 MiB random payload uploads and downloads byte for byte with matching size and sha256",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				data := make([]byte, 2<<20+3) // not a multiple of 3: the encoding ends in padding
-				_, _ = rand.Read(data)
-				file := scratchDir("random") + "/random.bin"
-				binRoundTrip(ctx, tc, s, file, data)
-				// Uploading again to the same path replaces the file.
-				binRoundTrip(ctx, tc, s, file, []byte{0, 1, 2, 0xff})
-			},
+			Body:  specLargeRandomRoundTrip,
 		},
 		{
 			ID: "binary.download-max-bytes", Rules: []string{"BIN-2"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "download_file with max_bytes below the file's size returns exactly the first max_bytes bytes with truncated true",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				data := make([]byte, 1000)
-				_, _ = rand.Read(data)
-				file := scratchDir("maxbytes") + "/f.bin"
-				binUpload(ctx, tc, s, file, data)
-				for _, n := range []int{1, 100, 999} {
-					d := binDownload(ctx, tc, s, file, n)
-					got := binDecodeStd(d.DataBase64)
-					gomega.Expect(got).To(gomega.Equal(data[:n]), "max_bytes %d: exactly the first %d bytes", n, n)
-					gomega.Expect(d.Truncated).To(gomega.BeTrue(), "max_bytes %d of a 1000-byte file: truncated", n)
-					// The contract does not say whether size and sha256 describe
-					// the bytes returned or the whole file; they must agree with
-					// one of the two.
-					returned := d.Size == int64(n) && d.SHA256 == binSHA(data[:n])
-					whole := d.Size == int64(len(data)) && d.SHA256 == binSHA(data)
-					gomega.Expect(returned || whole).To(gomega.BeTrue(),
-						"max_bytes %d: size %d and sha256 must describe either the bytes returned or the whole file", n, d.Size)
-				}
-				for _, n := range []int{1000, 1001, 4096} {
-					d := binDownload(ctx, tc, s, file, n)
-					gomega.Expect(binDecodeStd(d.DataBase64)).To(gomega.Equal(data), "max_bytes %d ≥ the file's size: the whole file", n)
-					gomega.Expect(d.Truncated).To(gomega.BeFalse(), "max_bytes %d ≥ the file's size: not truncated", n)
-					gomega.Expect(d.Size).To(gomega.Equal(int64(len(data))))
-					gomega.Expect(d.SHA256).To(gomega.Equal(binSHA(data)))
-				}
-			},
+			Body:  specDownloadMaxBytes,
 		},
 		{
 			ID: "binary.upload-over-cap", Rules: []string{"BIN-1", "VAL-6"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file of more than 16 MiB decoded is a validation error naming data_base64, and writes nothing",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				file := scratchDir("overcap") + "/big.bin"
-				// 16 MiB + 1 byte encodes to as many characters as 16 MiB do
-				// (22369624), so a length check on the encoding alone lets it
-				// through: only the decoded size is over the cap. The call has
-				// a session of its own, since a transport that cannot carry
-				// the message may end the session.
-				data := bytes.Repeat([]byte{0xa5}, binCap+1)
-				enc := base64.StdEncoding.EncodeToString(data)
-				big := tc.Connect(ctx)
-				r := big.Call(ctx, "upload_file", map[string]any{"path": file, "data_base64": enc})
-				if r.Err != nil && tc.Kind() == TargetInProcess {
-					// The kit's in-memory transport carries at most
-					// mcp.DefaultMaxLineLength (16 MiB) per message, less than
-					// an upload at the cap: check what the server advertises.
-					ginkgo.AddReportEntry("upload over the cap", "not sent: the in-process transport limits a message to 16 MiB; checked the advertised input schema instead")
-					binExpectAdvertisedCap(tc)
-				} else {
-					gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "an oversized upload is a tool error, not a protocol error")
-					tc.ExpectInvalidField(r, "data_base64")
-					gomega.Expect(len(r.JSON)).To(gomega.BeNumerically("<", 4096), "the error must not echo the data")
-				}
-				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": file}), "not_found")
-			},
+			Body:  specUploadOverCap,
 		},
 		{
 			ID: "binary.strict-base64", Rules: []string{"BIN-1", "VAL-6"},
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file rejects base64 that is not strict standard encoding (URL-safe alphabet, missing padding, line breaks, non-zero pad bits) as a validation error",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				dir := scratchDir("b64")
-				data := []byte("sandboxkit\xfb\xef\xbe\xff\xff-strict")
-				std := base64.StdEncoding.EncodeToString(data)
-				url := base64.URLEncoding.EncodeToString(data)
-				gomega.Expect(url).NotTo(gomega.Equal(std))
-				gomega.Expect(strings.ContainsAny(url, "-_")).To(gomega.BeTrue())
-				unpadded := base64.RawStdEncoding.EncodeToString(data)
-				gomega.Expect(unpadded).NotTo(gomega.Equal(std))
-				bad := map[string]string{
-					"URL-safe alphabet":   url,
-					"URL-safe unpadded":   base64.RawURLEncoding.EncodeToString(data),
-					"missing padding":     unpadded,
-					"MIME line break":     std[:16] + "\r\n" + std[16:],
-					"newline":             std[:20] + "\n" + std[20:],
-					"inner space":         std[:12] + " " + std[12:],
-					"padding in the mid":  "c2Fu" + "ZA==" + std,
-					"non-zero pad bits":   "c2FuZGJveGtpdB==", // "sandboxkit" ends "dA=="
-					"one padding too few": "c2FuZGJveGtpdA=",
-				}
-				for what, v := range bad {
-					r := s.Call(ctx, "upload_file", map[string]any{"path": dir + "/bad.bin", "data_base64": v})
-					gomega.Expect(r.IsError).To(gomega.BeTrue(), "%s: %q must be rejected (strict standard base64, BIN-1)", what, v)
-					tc.ExpectInvalidField(r, "data_base64", v)
-				}
-				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": dir + "/bad.bin"}), "not_found")
-				// The same bytes in strict standard base64 are accepted.
-				up := binUpload(ctx, tc, s, dir+"/good.bin", data)
-				gomega.Expect(up.Size).To(gomega.Equal(int64(len(data))))
-				// The empty string is the strict encoding of zero bytes.
-				binRoundTrip(ctx, tc, s, dir+"/empty.bin", []byte{})
-			},
+			Body:  specStrictBase64,
 		},
 		{
 			ID: "binary.download-missing-not-found", Rules: []string{"FILE-4", "BIN-2"},
 			Tools: []string{"download_file"},
 			Title: "download_file of a path that does not exist is a tool error of category not_found",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": scratchDir("nofile") + "/missing.bin"}), "not_found")
-				tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": scratchDir("nofile") + "/missing.bin", "max_bytes": 10}), "not_found")
-			},
+			Body:  specDownloadMissingNotFound,
 		},
 		{
 			ID: "binary.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"upload_file", "download_file", "get_sandbox"},
 			Title: "upload_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body: func(ctx context.Context, tc *TestContext) {
-				tc.expectImplicitCreate(ctx, dpImplicitCase{"upload_file", map[string]any{"path": "/tmp/sbk-implicit.bin", "data_base64": "AAEC"}}, dpImplicitCase{"download_file", map[string]any{"path": "/tmp/sbk-implicit.bin"}})
-			},
+			Body:  specBinaryImplicitCreate,
 		},
 		{
 			ID: "binary.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "upload_file", "download_file"},
 			Title: "upload_file and download_file on an owned sandbox renew it to the session's renewal policy before returning",
-			Body: func(ctx context.Context, tc *TestContext) {
-				file := scratchDir("renew") + "/f.bin"
-				tc.expectRenewals(ctx, 75, []dpRenewalCase{
-					{Tool: "upload_file", WantEnvd: true, Args: func(id string) map[string]any {
-						return map[string]any{"path": file, "data_base64": "/wABAg==", "sandbox_id": id}
-					}},
-					{Tool: "download_file", WantEnvd: true, Args: func(string) map[string]any {
-						return map[string]any{"path": file}
-					}},
-				})
-			},
+			Body:  specBinaryRenewsOwned,
 		},
 		{
 			ID: "binary.external-no-renew", Rules: []string{"RENEW-2"}, NeedsFake: true,
 			Tools: []string{"upload_file", "download_file"},
 			Title: "upload_file and download_file on an external sandbox reach it through connect and never renew it",
-			Body: func(ctx context.Context, tc *TestContext) {
-				ext := tc.Seed(fakeprovider.SandboxSeed{})
-				s := tc.Connect(ctx)
-				mark := tc.Fake.Journal().Len()
-				file := scratchDir("ext") + "/f.bin"
-				data := []byte{0, 0xff, 0x80, 'x'}
-				binUpload(ctx, tc, s, file, data, ext)
-				gomega.Expect(binDecodeStd(binDownload(ctx, tc, s, file, 0, ext).DataBase64)).To(gomega.Equal(data))
-				tc.expectExternalUntouchedSince("binary tools", ext, mark, true)
-				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
-			},
+			Body:  specBinaryExternalNoRenew,
 		},
 	}
+}
+
+func specAllByteValuesRoundTrip(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	data := make([]byte, 0, 512)
+	for i := 0; i < 256; i++ {
+		data = append(data, byte(i))
+	}
+	for i := 255; i >= 0; i-- { // and every value after every other kind of byte
+		data = append(data, byte(i))
+	}
+	file := scratchDir("allbytes") + "/nested/dir/all.bin"
+	binRoundTrip(ctx, tc, s, file, data)
+}
+
+func specLargeRandomRoundTrip(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	data := make([]byte, 2<<20+3) // not a multiple of 3: the encoding ends in padding
+	_, _ = rand.Read(data)
+	file := scratchDir("random") + "/random.bin"
+	binRoundTrip(ctx, tc, s, file, data)
+	// Uploading again to the same path replaces the file.
+	binRoundTrip(ctx, tc, s, file, []byte{0, 1, 2, 0xff})
+}
+
+func specDownloadMaxBytes(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	data := make([]byte, 1000)
+	_, _ = rand.Read(data)
+	file := scratchDir("maxbytes") + "/f.bin"
+	binUpload(ctx, tc, s, file, data)
+	for _, n := range []int{1, 100, 999} {
+		d := binDownload(ctx, tc, s, file, n)
+		got := binDecodeStd(d.DataBase64)
+		gomega.Expect(got).To(gomega.Equal(data[:n]), "max_bytes %d: exactly the first %d bytes", n, n)
+		gomega.Expect(d.Truncated).To(gomega.BeTrue(), "max_bytes %d of a 1000-byte file: truncated", n)
+		// The contract does not say whether size and sha256 describe
+		// the bytes returned or the whole file; they must agree with
+		// one of the two.
+		returned := d.Size == int64(n) && d.SHA256 == binSHA(data[:n])
+		whole := d.Size == int64(len(data)) && d.SHA256 == binSHA(data)
+		gomega.Expect(returned || whole).To(gomega.BeTrue(),
+			"max_bytes %d: size %d and sha256 must describe either the bytes returned or the whole file", n, d.Size)
+	}
+	for _, n := range []int{1000, 1001, 4096} {
+		d := binDownload(ctx, tc, s, file, n)
+		gomega.Expect(binDecodeStd(d.DataBase64)).To(gomega.Equal(data), "max_bytes %d ≥ the file's size: the whole file", n)
+		gomega.Expect(d.Truncated).To(gomega.BeFalse(), "max_bytes %d ≥ the file's size: not truncated", n)
+		gomega.Expect(d.Size).To(gomega.Equal(int64(len(data))))
+		gomega.Expect(d.SHA256).To(gomega.Equal(binSHA(data)))
+	}
+}
+
+func specUploadOverCap(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	file := scratchDir("overcap") + "/big.bin"
+	// 16 MiB + 1 byte encodes to as many characters as 16 MiB do
+	// (22369624), so a length check on the encoding alone lets it
+	// through: only the decoded size is over the cap. The call has
+	// a session of its own, since a transport that cannot carry
+	// the message may end the session.
+	data := bytes.Repeat([]byte{0xa5}, binCap+1)
+	enc := base64.StdEncoding.EncodeToString(data)
+	big := tc.Connect(ctx)
+	r := big.Call(ctx, "upload_file", map[string]any{"path": file, "data_base64": enc})
+	if r.Err != nil && tc.Kind() == TargetInProcess {
+		// The kit's in-memory transport carries at most
+		// mcp.DefaultMaxLineLength (16 MiB) per message, less than
+		// an upload at the cap: check what the server advertises.
+		ginkgo.AddReportEntry("upload over the cap", "not sent: the in-process transport limits a message to 16 MiB; checked the advertised input schema instead")
+		binExpectAdvertisedCap(tc)
+	} else {
+		gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "an oversized upload is a tool error, not a protocol error")
+		tc.ExpectInvalidField(r, "data_base64")
+		gomega.Expect(len(r.JSON)).To(gomega.BeNumerically("<", 4096), "the error must not echo the data")
+	}
+	tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": file}), "not_found")
+}
+
+func specStrictBase64(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	dir := scratchDir("b64")
+	data := []byte("sandboxkit\xfb\xef\xbe\xff\xff-strict")
+	std := base64.StdEncoding.EncodeToString(data)
+	url := base64.URLEncoding.EncodeToString(data)
+	gomega.Expect(url).NotTo(gomega.Equal(std))
+	gomega.Expect(strings.ContainsAny(url, "-_")).To(gomega.BeTrue())
+	unpadded := base64.RawStdEncoding.EncodeToString(data)
+	gomega.Expect(unpadded).NotTo(gomega.Equal(std))
+	bad := map[string]string{
+		"URL-safe alphabet":   url,
+		"URL-safe unpadded":   base64.RawURLEncoding.EncodeToString(data),
+		"missing padding":     unpadded,
+		"MIME line break":     std[:16] + "\r\n" + std[16:],
+		"newline":             std[:20] + "\n" + std[20:],
+		"inner space":         std[:12] + " " + std[12:],
+		"padding in the mid":  "c2Fu" + "ZA==" + std,
+		"non-zero pad bits":   "c2FuZGJveGtpdB==", // "sandboxkit" ends "dA=="
+		"one padding too few": "c2FuZGJveGtpdA=",
+	}
+	for what, v := range bad {
+		r := s.Call(ctx, "upload_file", map[string]any{"path": dir + "/bad.bin", "data_base64": v})
+		gomega.Expect(r.IsError).To(gomega.BeTrue(), "%s: %q must be rejected (strict standard base64, BIN-1)", what, v)
+		tc.ExpectInvalidField(r, "data_base64", v)
+	}
+	tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": dir + "/bad.bin"}), "not_found")
+	// The same bytes in strict standard base64 are accepted.
+	up := binUpload(ctx, tc, s, dir+"/good.bin", data)
+	gomega.Expect(up.Size).To(gomega.Equal(int64(len(data))))
+	// The empty string is the strict encoding of zero bytes.
+	binRoundTrip(ctx, tc, s, dir+"/empty.bin", []byte{})
+}
+
+func specDownloadMissingNotFound(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": scratchDir("nofile") + "/missing.bin"}), "not_found")
+	tc.ExpectToolError(s.Call(ctx, "download_file", map[string]any{"path": scratchDir("nofile") + "/missing.bin", "max_bytes": 10}), "not_found")
+}
+
+func specBinaryImplicitCreate(ctx context.Context, tc *TestContext) {
+	tc.expectImplicitCreate(ctx, dpImplicitCase{"upload_file", map[string]any{"path": "/tmp/sbk-implicit.bin", "data_base64": "AAEC"}}, dpImplicitCase{"download_file", map[string]any{"path": "/tmp/sbk-implicit.bin"}})
+}
+
+func specBinaryRenewsOwned(ctx context.Context, tc *TestContext) {
+	file := scratchDir("renew") + "/f.bin"
+	tc.expectRenewals(ctx, 75, []dpRenewalCase{
+		{Tool: "upload_file", WantEnvd: true, Args: func(id string) map[string]any {
+			return map[string]any{"path": file, "data_base64": "/wABAg==", "sandbox_id": id}
+		}},
+		{Tool: "download_file", WantEnvd: true, Args: func(string) map[string]any {
+			return map[string]any{"path": file}
+		}},
+	})
+}
+
+func specBinaryExternalNoRenew(ctx context.Context, tc *TestContext) {
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	s := tc.Connect(ctx)
+	mark := tc.Fake.Journal().Len()
+	file := scratchDir("ext") + "/f.bin"
+	data := []byte{0, 0xff, 0x80, 'x'}
+	binUpload(ctx, tc, s, file, data, ext)
+	gomega.Expect(binDecodeStd(binDownload(ctx, tc, s, file, 0, ext).DataBase64)).To(gomega.Equal(data))
+	tc.expectExternalUntouchedSince("binary tools", ext, mark, true)
+	gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
 }
 
 func binSHA(b []byte) string {

@@ -47,6 +47,12 @@ type boundsCase struct {
 // breaks them in one place (one value wrong, one left out, one added).
 type validArgs map[string]any
 
+// boundsSpecs are the bounds family's specs of the tools' own arguments,
+// one per tool.
+func boundsSpecs() []Spec {
+	return slices.Concat(boundsLifecycleSpecs(), boundsExecFileSpecs(), boundsBackgroundBinarySpecs())
+}
+
 // with returns base with key set to v.
 func (base validArgs) with(key string, v any) map[string]any {
 	out := make(map[string]any, len(base)+1)
@@ -338,12 +344,6 @@ func boundsDataPlane(tool string, cases func(tc *TestContext) []boundsCase, acce
 	}
 }
 
-// boundsSpecs are the bounds family's specs of the tools' own arguments,
-// one per tool.
-func boundsSpecs() []Spec {
-	return slices.Concat(boundsLifecycleSpecs(), boundsExecFileSpecs(), boundsBackgroundBinarySpecs())
-}
-
 // boundsLifecycleSpecs are the bounds of the lifecycle tools and create_sandbox.
 func boundsLifecycleSpecs() []Spec {
 	return []Spec{
@@ -352,129 +352,139 @@ func boundsLifecycleSpecs() []Spec {
 			Title: "list_sandboxes rejects a limit outside 1-100, a negative or over-cap offset, a status outside running/paused, wrong types and undefined arguments, without any platform call, and accepts the edges",
 			Rules: []string{"LIST-3", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"list_sandboxes"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				base := validArgs{}
-				offMax := tc.advertisedMax("list_sandboxes", "offset")
-				var cs []boundsCase
-				cs = append(cs, base.integerCases("limit", 1, 100)...)
-				cs = append(cs, base.integerCases("offset", 0, offMax)...)
-				cs = append(cs, base.enumCases("status", "killed", "pausing")...)
-				cs = append(cs, base.stringCases("provider")...)
-				cs = append(cs, base.valueCase("provider", "unconfigured", boundsUnconfiguredProvider))
-				cs = append(cs, base.stringCases("region")...)
-				cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "cursor", "next_token")...)...)
-				s.expectRejected(ctx, "list_sandboxes", cs)
-				s.expectUnchanged(ctx, 0, "")
-				accept := []map[string]any{{"limit": 1}, {"limit": 100}, {"offset": 0}, {"status": "running"}, {"status": "paused"}}
-				if offMax >= 0 {
-					accept = append(accept, map[string]any{"offset": offMax})
-				}
-				s.expectAccepted(ctx, "list_sandboxes", accept...)
-			},
+			Body:  specBoundsListSandboxes,
 		},
 		{
 			ID:    "bounds.get-sandbox",
 			Title: "get_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call, and without a default still fails with no call",
 			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7", "GET-2"},
 			Tools: []string{"get_sandbox"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				base := validArgs{}
-				cs := base.sandboxIDCases()
-				cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "region", "provider")...)...)
-				s.expectRejected(ctx, "get_sandbox", cs)
-				s.expectUnchanged(ctx, 0, "")
-			},
+			Body:  specBoundsGetSandbox,
 		},
 		{
 			ID:    "bounds.kill-sandbox",
 			Title: "kill_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call or kill",
 			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"kill_sandbox"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				victim := tc.Seed(fakeprovider.SandboxSeed{})
-				base := validArgs{}
-				cs := base.sandboxIDCases()
-				// An undefined argument next to a real sandbox_id must not kill it.
-				cs = append(cs, validArgs{"sandbox_id": victim}.unknownCases(append(boundsLifecycleUnknown, "region", "provider")...)...)
-				s.expectRejected(ctx, "kill_sandbox", cs)
-				_, alive := tc.Fake.Sandbox(victim)
-				gomega.Expect(alive).To(gomega.BeTrue(), "a rejected kill_sandbox killed the sandbox")
-				s.expectUnchanged(ctx, 1, "")
-			},
+			Body:  specBoundsKillSandbox,
 		},
 		{
 			ID:    "bounds.set-sandbox-timeout",
 			Title: "set_sandbox_timeout requires an integer timeout of 1-86400 and a non-empty sandbox_id, rejecting everything else without any platform call or change of the renewal policy, and accepts 1 and 86400",
 			Rules: []string{"TIMEOUT-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"set_sandbox_timeout"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				ext := tc.Seed(fakeprovider.SandboxSeed{})
-				base := validArgs{"sandbox_id": ext, "timeout": 600}
-				var cs []boundsCase
-				cs = append(cs, base.missingCases("timeout")...)
-				cs = append(cs, validArgs{}.missingCases("timeout")...)
-				cs = append(cs, base.integerCases("timeout", 1, 86400)...)
-				cs = append(cs, base.sandboxIDCases()...)
-				cs = append(cs, base.unknownCases(boundsLifecycleUnknown...)...)
-				s.expectRejected(ctx, "set_sandbox_timeout", cs)
-				s.expectUnchanged(ctx, 1, "")
-				s.expectAccepted(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": ext, "timeout": 1}, map[string]any{"sandbox_id": ext, "timeout": 86400})
-				if tc.Advertised("create_sandbox") == nil || tc.Advertised("run_command") == nil {
-					return
-				}
-				// A rejected call on the owned default keeps its renewal
-				// policy: the next execution still renews to 300 s (VAL-7).
-				owned := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 300})).String("sandbox_id")
-				s.expectRejected(ctx, "set_sandbox_timeout", []boundsCase{
-					validArgs{}.valueCase("timeout", "max+1", 86401),
-					validArgs{"sandbox_id": owned}.valueCase("timeout", "min-1", 0),
-				})
-				tc.Fake.Journal().Reset()
-				tc.ExpectSuccess(s.Call(ctx, "run_command", map[string]any{"command": "echo zq-bounds"}))
-				var renewals []string
-				for _, e := range tc.Fake.Journal().Calls(sandbox.OpSetTimeout) {
-					renewals = append(renewals, strings.Join(strings.Fields(string(e.Body)), ""))
-				}
-				gomega.Expect(renewals).To(gomega.ContainElement(gomega.ContainSubstring(`"timeout":300`)),
-					"after rejected set_sandbox_timeout calls the renewal must still be 300 s")
-			},
+			Body:  specBoundsSetSandboxTimeout,
 		},
 		{
 			ID:    "bounds.create-sandbox",
 			Title: "create_sandbox rejects a timeout outside 1-86400, non-positive or non-integer cpu and memory, non-object envs or non-string env values, wrong types and undefined arguments such as team, without any platform call, creation or change of the default, and accepts timeouts 1 and 86400",
 			Rules: []string{"CREATE-1", "CREATE-4", "VAL-1", "VAL-2", "VAL-4", "VAL-5", "VAL-6", "VAL-7"},
 			Tools: []string{"create_sandbox"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				base := validArgs{}
-				var cs []boundsCase
-				cs = append(cs, base.integerCases("timeout", 1, 86400)...)
-				cs = append(cs, base.integerCases("cpu", 1, tc.advertisedMax("create_sandbox", "cpu"))...)
-				cs = append(cs, base.integerCases("memory", 1, tc.advertisedMax("create_sandbox", "memory"))...)
-				cs = append(cs, base.envsCases()...)
-				cs = append(cs, base.stringCases("template")...)
-				cs = append(cs, base.stringCases("region")...)
-				cs = append(cs, base.stringCases("provider")...)
-				cs = append(cs, base.valueCase("provider", "unconfigured", boundsUnconfiguredProvider))
-				cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "metadata", "secure")...)...)
-				s.expectRejected(ctx, "create_sandbox", cs)
-				s.expectUnchanged(ctx, 0, "")
-				// With a default: a rejected create keeps it.
-				first := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 1})).String("sandbox_id")
-				s.expectRejected(ctx, "create_sandbox", []boundsCase{
-					base.valueCase("timeout", "max+1", 86401),
-					base.valueCase("cpu", "zero", 0),
-					base.unknownCases("team")[0],
-				})
-				s.expectUnchanged(ctx, 1, first)
-				s.expectAccepted(ctx, "create_sandbox", map[string]any{"timeout": 86400})
-			},
+			Body:  specBoundsCreateSandbox,
 		},
 	}
+}
+
+func specBoundsListSandboxes(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	base := validArgs{}
+	offMax := tc.advertisedMax("list_sandboxes", "offset")
+	var cs []boundsCase
+	cs = append(cs, base.integerCases("limit", 1, 100)...)
+	cs = append(cs, base.integerCases("offset", 0, offMax)...)
+	cs = append(cs, base.enumCases("status", "killed", "pausing")...)
+	cs = append(cs, base.stringCases("provider")...)
+	cs = append(cs, base.valueCase("provider", "unconfigured", boundsUnconfiguredProvider))
+	cs = append(cs, base.stringCases("region")...)
+	cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "cursor", "next_token")...)...)
+	s.expectRejected(ctx, "list_sandboxes", cs)
+	s.expectUnchanged(ctx, 0, "")
+	accept := []map[string]any{{"limit": 1}, {"limit": 100}, {"offset": 0}, {"status": "running"}, {"status": "paused"}}
+	if offMax >= 0 {
+		accept = append(accept, map[string]any{"offset": offMax})
+	}
+	s.expectAccepted(ctx, "list_sandboxes", accept...)
+}
+
+func specBoundsGetSandbox(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	base := validArgs{}
+	cs := base.sandboxIDCases()
+	cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "region", "provider")...)...)
+	s.expectRejected(ctx, "get_sandbox", cs)
+	s.expectUnchanged(ctx, 0, "")
+}
+
+func specBoundsKillSandbox(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	victim := tc.Seed(fakeprovider.SandboxSeed{})
+	base := validArgs{}
+	cs := base.sandboxIDCases()
+	// An undefined argument next to a real sandbox_id must not kill it.
+	cs = append(cs, validArgs{"sandbox_id": victim}.unknownCases(append(boundsLifecycleUnknown, "region", "provider")...)...)
+	s.expectRejected(ctx, "kill_sandbox", cs)
+	_, alive := tc.Fake.Sandbox(victim)
+	gomega.Expect(alive).To(gomega.BeTrue(), "a rejected kill_sandbox killed the sandbox")
+	s.expectUnchanged(ctx, 1, "")
+}
+
+func specBoundsSetSandboxTimeout(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	base := validArgs{"sandbox_id": ext, "timeout": 600}
+	var cs []boundsCase
+	cs = append(cs, base.missingCases("timeout")...)
+	cs = append(cs, validArgs{}.missingCases("timeout")...)
+	cs = append(cs, base.integerCases("timeout", 1, 86400)...)
+	cs = append(cs, base.sandboxIDCases()...)
+	cs = append(cs, base.unknownCases(boundsLifecycleUnknown...)...)
+	s.expectRejected(ctx, "set_sandbox_timeout", cs)
+	s.expectUnchanged(ctx, 1, "")
+	s.expectAccepted(ctx, "set_sandbox_timeout", map[string]any{"sandbox_id": ext, "timeout": 1}, map[string]any{"sandbox_id": ext, "timeout": 86400})
+	if tc.Advertised("create_sandbox") == nil || tc.Advertised("run_command") == nil {
+		return
+	}
+	// A rejected call on the owned default keeps its renewal
+	// policy: the next execution still renews to 300 s (VAL-7).
+	owned := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 300})).String("sandbox_id")
+	s.expectRejected(ctx, "set_sandbox_timeout", []boundsCase{
+		validArgs{}.valueCase("timeout", "max+1", 86401),
+		validArgs{"sandbox_id": owned}.valueCase("timeout", "min-1", 0),
+	})
+	tc.Fake.Journal().Reset()
+	tc.ExpectSuccess(s.Call(ctx, "run_command", map[string]any{"command": "echo zq-bounds"}))
+	var renewals []string
+	for _, e := range tc.Fake.Journal().Calls(sandbox.OpSetTimeout) {
+		renewals = append(renewals, strings.Join(strings.Fields(string(e.Body)), ""))
+	}
+	gomega.Expect(renewals).To(gomega.ContainElement(gomega.ContainSubstring(`"timeout":300`)),
+		"after rejected set_sandbox_timeout calls the renewal must still be 300 s")
+}
+
+func specBoundsCreateSandbox(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	base := validArgs{}
+	var cs []boundsCase
+	cs = append(cs, base.integerCases("timeout", 1, 86400)...)
+	cs = append(cs, base.integerCases("cpu", 1, tc.advertisedMax("create_sandbox", "cpu"))...)
+	cs = append(cs, base.integerCases("memory", 1, tc.advertisedMax("create_sandbox", "memory"))...)
+	cs = append(cs, base.envsCases()...)
+	cs = append(cs, base.stringCases("template")...)
+	cs = append(cs, base.stringCases("region")...)
+	cs = append(cs, base.stringCases("provider")...)
+	cs = append(cs, base.valueCase("provider", "unconfigured", boundsUnconfiguredProvider))
+	cs = append(cs, base.unknownCases(append(boundsLifecycleUnknown, "metadata", "secure")...)...)
+	s.expectRejected(ctx, "create_sandbox", cs)
+	s.expectUnchanged(ctx, 0, "")
+	// With a default: a rejected create keeps it.
+	first := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 1})).String("sandbox_id")
+	s.expectRejected(ctx, "create_sandbox", []boundsCase{
+		base.valueCase("timeout", "max+1", 86401),
+		base.valueCase("cpu", "zero", 0),
+		base.unknownCases("team")[0],
+	})
+	s.expectUnchanged(ctx, 1, first)
+	s.expectAccepted(ctx, "create_sandbox", map[string]any{"timeout": 86400})
 }
 
 // boundsExecFileSpecs are the bounds of the execution and file tools.
@@ -485,91 +495,35 @@ func boundsExecFileSpecs() []Spec {
 			Title: "run_command rejects a missing or non-string command, a timeout outside 1-3600, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
 			Rules: []string{"EXEC-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"run_command"},
-			Body: boundsDataPlane("run_command",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"command": "echo zq-bounds"}
-					cs := base.missingCases("command")
-					cs = append(cs, base.stringCases("command")...)
-					cs = append(cs, base.integerCases("timeout", 1, 3600)...)
-					cs = append(cs, base.stringCases("cwd")...)
-					cs = append(cs, base.envsCases()...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("shell", "team")...)
-				},
-				func(*TestContext) []map[string]any {
-					return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
-				}),
+			Body:  boundsDataPlane("run_command", runCommandBounds, runCommandEdges),
 		},
 		{
 			ID:    "bounds.run-code",
 			Title: "run_code rejects a missing or non-string code, a language outside python/javascript/bash, a timeout outside 1-3600, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
 			Rules: []string{"EXEC-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"run_code"},
-			Body: boundsDataPlane("run_code",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"code": "echo zq-bounds", "language": "bash"}
-					cs := base.missingCases("code")
-					cs = append(cs, base.stringCases("code")...)
-					cs = append(cs, base.enumCases("language", "ruby", "python3")...)
-					cs = append(cs, base.integerCases("timeout", 1, 3600)...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("interpreter", "team")...)
-				},
-				func(*TestContext) []map[string]any {
-					return []map[string]any{
-						{"code": "echo zq-bounds", "language": "bash", "timeout": 1},
-						{"code": "echo zq-bounds", "language": "bash", "timeout": 3600},
-					}
-				}),
+			Body:  boundsDataPlane("run_code", runCodeBounds, runCodeEdges),
 		},
 		{
 			ID:    "bounds.read-file",
 			Title: "read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"FILE-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"read_file"},
-			Body: boundsDataPlane("read_file",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp/zq-bounds.txt"}
-					cs := base.missingCases("path")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("encoding", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("read_file", readFileBounds, nil),
 		},
 		{
 			ID:    "bounds.write-file",
 			Title: "write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"FILE-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"write_file"},
-			Body: boundsDataPlane("write_file",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
-					cs := base.missingCases("path", "content")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.stringCases("content")...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("mode", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("write_file", writeFileBounds, nil),
 		},
 		{
 			ID:    "bounds.list-files",
 			Title: "list_files rejects a missing path, a depth outside 1-10 or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts depths 1 and 10",
 			Rules: []string{"FILE-3", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"list_files"},
-			Body: boundsDataPlane("list_files",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp"}
-					cs := base.missingCases("path")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.integerCases("depth", 1, 10)...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("recursive", "team")...)
-				},
-				func(*TestContext) []map[string]any {
-					return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
-				}),
+			Body:  boundsDataPlane("list_files", listFilesBounds, listFilesEdges),
 		},
 	}
 }
@@ -582,114 +536,192 @@ func boundsBackgroundBinarySpecs() []Spec {
 			Title: "start_background_command rejects a missing or non-string command, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"BG-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"start_background_command"},
-			Body: boundsDataPlane("start_background_command",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"command": "echo zq-bounds"}
-					cs := base.missingCases("command")
-					cs = append(cs, base.stringCases("command")...)
-					cs = append(cs, base.stringCases("cwd")...)
-					cs = append(cs, base.envsCases()...)
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("timeout", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("start_background_command", startBackgroundCommandBounds, nil),
 		},
 		{
 			ID:    "bounds.get-background-command",
 			Title: "get_background_command rejects a missing command_id, a max_bytes below 1, above its cap or not an integer, a non-string cursor and undefined arguments without any platform call, and accepts max_bytes 1 and the cap",
 			Rules: []string{"BG-2", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"start_background_command", "get_background_command"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				id := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "echo zq-bounds"})).String("command_id")
-				base := validArgs{"command_id": id}
-				capBytes := tc.advertisedMax("get_background_command", "max_bytes")
-				cs := base.missingCases("command_id")
-				cs = append(cs, base.stringCases("command_id")...)
-				cs = append(cs, base.integerCases("max_bytes", 1, capBytes)...)
-				cs = append(cs, base.valueCase("cursor", "number", boundsBaitInt), base.valueCase("cursor", "boolean", true))
-				cs = append(cs, base.unknownCases("sandbox_id", "team")...)
-				s.expectRejected(ctx, "get_background_command", cs)
-				accept := []map[string]any{base.with("max_bytes", 1)}
-				if capBytes > 0 {
-					accept = append(accept, base.with("max_bytes", capBytes))
-				}
-				s.expectAccepted(ctx, "get_background_command", accept...)
-			},
+			Body:  specBoundsGetBackgroundCommand,
 		},
 		{
 			ID:    "bounds.kill-background-command",
 			Title: "kill_background_command rejects a missing command_id, a signal other than SIGTERM or SIGKILL, wrong types and undefined arguments without any platform call, and accepts both signals",
 			Rules: []string{"BG-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"start_background_command", "kill_background_command"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				var ids []string
-				for range 2 {
-					r := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "sleep 60"}))
-					ids = append(ids, r.String("command_id"))
-				}
-				base := validArgs{"command_id": ids[0]}
-				cs := base.missingCases("command_id")
-				cs = append(cs, base.stringCases("command_id")...)
-				cs = append(cs, base.enumCases("signal", "SIGHUP", "SIGINT", "9")...)
-				cs = append(cs, base.unknownCases("sandbox_id", "team")...)
-				s.expectRejected(ctx, "kill_background_command", cs)
-				s.expectAccepted(ctx, "kill_background_command", map[string]any{"command_id": ids[0], "signal": "SIGTERM"}, map[string]any{"command_id": ids[1], "signal": "SIGKILL"})
-			},
+			Body:  specBoundsKillBackgroundCommand,
 		},
 		{
 			ID:    "bounds.upload-file",
 			Title: "upload_file rejects data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
 			Rules: []string{"BIN-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"upload_file"},
-			Body: boundsDataPlane("upload_file",
-				func(*TestContext) []boundsCase {
-					base := validArgs{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
-					cs := base.missingCases("path", "data_base64")
-					cs = append(cs, base.stringCases("path")...)
-					cs = append(cs, base.stringCases("data_base64")...)
-					for _, bad := range []struct{ name, v string }{
-						{"length", "zqsecret9913x"},
-						{"alphabet", "zqsecret9913$$$$"},
-						{"url-safe", "zqsecret9913-_AA"},
-						{"space", "zqsecret 9913AAA"},
-						{"newline", "zqsecret\n9913AAA"},
-						{"inner-padding", "zqsecret9913A=A="},
-						{"over-padding", "zqsecret9913===="},
-						{"trailing-bits", "zqsecret9913RB=="},
-						{"unpadded", "zqsecret9913RB"},
-					} {
-						cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: base.with("data_base64", bad.v),
-							field: "data_base64", bait: []string{"zqsecret", "9913"}})
-					}
-					cs = append(cs, base.sandboxIDCases()...)
-					return append(cs, base.unknownCases("mode", "team")...)
-				},
-				nil),
+			Body:  boundsDataPlane("upload_file", uploadFileBounds, nil),
 		},
 		{
 			ID:    "bounds.download-file",
 			Title: "download_file rejects a missing path, a max_bytes below 1, above its cap or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts max_bytes 1 and the cap",
 			Rules: []string{"BIN-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
 			Tools: []string{"download_file"},
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				base := validArgs{"path": errsReadablePath}
-				capBytes := tc.advertisedMax("download_file", "max_bytes")
-				cs := base.missingCases("path")
-				cs = append(cs, base.stringCases("path")...)
-				cs = append(cs, base.integerCases("max_bytes", 1, capBytes)...)
-				cs = append(cs, base.sandboxIDCases()...)
-				cs = append(cs, base.unknownCases("offset", "team")...)
-				s.expectRejected(ctx, "download_file", cs)
-				s.expectUnchanged(ctx, 0, "")
-				accept := []map[string]any{base.with("max_bytes", 1)}
-				if capBytes > 0 {
-					accept = append(accept, base.with("max_bytes", capBytes))
-				}
-				s.expectAccepted(ctx, "download_file", accept...)
-			},
+			Body:  specBoundsDownloadFile,
 		},
 	}
+}
+
+func specBoundsGetBackgroundCommand(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	id := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "echo zq-bounds"})).String("command_id")
+	base := validArgs{"command_id": id}
+	capBytes := tc.advertisedMax("get_background_command", "max_bytes")
+	cs := base.missingCases("command_id")
+	cs = append(cs, base.stringCases("command_id")...)
+	cs = append(cs, base.integerCases("max_bytes", 1, capBytes)...)
+	cs = append(cs, base.valueCase("cursor", "number", boundsBaitInt), base.valueCase("cursor", "boolean", true))
+	cs = append(cs, base.unknownCases("sandbox_id", "team")...)
+	s.expectRejected(ctx, "get_background_command", cs)
+	accept := []map[string]any{base.with("max_bytes", 1)}
+	if capBytes > 0 {
+		accept = append(accept, base.with("max_bytes", capBytes))
+	}
+	s.expectAccepted(ctx, "get_background_command", accept...)
+}
+
+func specBoundsKillBackgroundCommand(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	var ids []string
+	for range 2 {
+		r := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "sleep 60"}))
+		ids = append(ids, r.String("command_id"))
+	}
+	base := validArgs{"command_id": ids[0]}
+	cs := base.missingCases("command_id")
+	cs = append(cs, base.stringCases("command_id")...)
+	cs = append(cs, base.enumCases("signal", "SIGHUP", "SIGINT", "9")...)
+	cs = append(cs, base.unknownCases("sandbox_id", "team")...)
+	s.expectRejected(ctx, "kill_background_command", cs)
+	s.expectAccepted(ctx, "kill_background_command", map[string]any{"command_id": ids[0], "signal": "SIGTERM"}, map[string]any{"command_id": ids[1], "signal": "SIGKILL"})
+}
+
+func specBoundsDownloadFile(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	base := validArgs{"path": errsReadablePath}
+	capBytes := tc.advertisedMax("download_file", "max_bytes")
+	cs := base.missingCases("path")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.integerCases("max_bytes", 1, capBytes)...)
+	cs = append(cs, base.sandboxIDCases()...)
+	cs = append(cs, base.unknownCases("offset", "team")...)
+	s.expectRejected(ctx, "download_file", cs)
+	s.expectUnchanged(ctx, 0, "")
+	accept := []map[string]any{base.with("max_bytes", 1)}
+	if capBytes > 0 {
+		accept = append(accept, base.with("max_bytes", capBytes))
+	}
+	s.expectAccepted(ctx, "download_file", accept...)
+}
+
+// runCommandBounds are run_command's invalid calls.
+func runCommandBounds(*TestContext) []boundsCase {
+	base := validArgs{"command": "echo zq-bounds"}
+	cs := base.missingCases("command")
+	cs = append(cs, base.stringCases("command")...)
+	cs = append(cs, base.integerCases("timeout", 1, 3600)...)
+	cs = append(cs, base.stringCases("cwd")...)
+	cs = append(cs, base.envsCases()...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("shell", "team")...)
+}
+
+// runCommandEdges are run_command's edge values it must accept.
+func runCommandEdges(*TestContext) []map[string]any {
+	return []map[string]any{{"command": "echo zq-bounds", "timeout": 1}, {"command": "echo zq-bounds", "timeout": 3600}}
+}
+
+// runCodeBounds are run_code's invalid calls.
+func runCodeBounds(*TestContext) []boundsCase {
+	base := validArgs{"code": "echo zq-bounds", "language": "bash"}
+	cs := base.missingCases("code")
+	cs = append(cs, base.stringCases("code")...)
+	cs = append(cs, base.enumCases("language", "ruby", "python3")...)
+	cs = append(cs, base.integerCases("timeout", 1, 3600)...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("interpreter", "team")...)
+}
+
+// runCodeEdges are run_code's edge values it must accept.
+func runCodeEdges(*TestContext) []map[string]any {
+	return []map[string]any{
+		{"code": "echo zq-bounds", "language": "bash", "timeout": 1},
+		{"code": "echo zq-bounds", "language": "bash", "timeout": 3600},
+	}
+}
+
+// readFileBounds are read_file's invalid calls.
+func readFileBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp/zq-bounds.txt"}
+	cs := base.missingCases("path")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("encoding", "team")...)
+}
+
+// writeFileBounds are write_file's invalid calls.
+func writeFileBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp/zq-bounds.txt", "content": "zq-bounds"}
+	cs := base.missingCases("path", "content")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.stringCases("content")...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("mode", "team")...)
+}
+
+// listFilesBounds are list_files's invalid calls.
+func listFilesBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp"}
+	cs := base.missingCases("path")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.integerCases("depth", 1, 10)...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("recursive", "team")...)
+}
+
+// listFilesEdges are list_files's edge values it must accept.
+func listFilesEdges(*TestContext) []map[string]any {
+	return []map[string]any{{"path": "/tmp", "depth": 1}, {"path": "/tmp", "depth": 10}}
+}
+
+// startBackgroundCommandBounds are start_background_command's invalid calls.
+func startBackgroundCommandBounds(*TestContext) []boundsCase {
+	base := validArgs{"command": "echo zq-bounds"}
+	cs := base.missingCases("command")
+	cs = append(cs, base.stringCases("command")...)
+	cs = append(cs, base.stringCases("cwd")...)
+	cs = append(cs, base.envsCases()...)
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("timeout", "team")...)
+}
+
+// uploadFileBounds are upload_file's invalid calls.
+func uploadFileBounds(*TestContext) []boundsCase {
+	base := validArgs{"path": "/tmp/zq-bounds.bin", "data_base64": "enEtYm91bmRz"}
+	cs := base.missingCases("path", "data_base64")
+	cs = append(cs, base.stringCases("path")...)
+	cs = append(cs, base.stringCases("data_base64")...)
+	for _, bad := range []struct{ name, v string }{
+		{"length", "zqsecret9913x"},
+		{"alphabet", "zqsecret9913$$$$"},
+		{"url-safe", "zqsecret9913-_AA"},
+		{"space", "zqsecret 9913AAA"},
+		{"newline", "zqsecret\n9913AAA"},
+		{"inner-padding", "zqsecret9913A=A="},
+		{"over-padding", "zqsecret9913===="},
+		{"trailing-bits", "zqsecret9913RB=="},
+		{"unpadded", "zqsecret9913RB"},
+	} {
+		cs = append(cs, boundsCase{name: "data_base64 " + bad.name, args: base.with("data_base64", bad.v),
+			field: "data_base64", bait: []string{"zqsecret", "9913"}})
+	}
+	cs = append(cs, base.sandboxIDCases()...)
+	return append(cs, base.unknownCases("mode", "team")...)
 }

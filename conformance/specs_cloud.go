@@ -38,42 +38,42 @@ func cloudSpecs() []Spec {
 			Title: "create_sandbox and get_sandbox report the metadata the platform has for the new sandbox, with the requested lifetime",
 			Rules: []string{"CREATE-6", "META-1", "META-2", "META-3", "GET-1", "VERIFY-1"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
-			Body:  cloudCreateMatchesPlatform,
+			Body:  specCreateMatchesPlatform,
 		},
 		{
 			ID:    "cloud.set-timeout-moves-end",
 			Title: fmt.Sprintf("set_sandbox_timeout moves the sandbox's end time on the platform to now + timeout (within %s of the previous move, %s of the kit's clock)", cloudEndTolerance, cloudClockSkew),
 			Rules: []string{"TIMEOUT-1", "TIMEOUT-2", "TIMEOUT-3", "TIMEOUT-7", "VERIFY-1"},
 			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
-			Body:  cloudSetTimeoutMovesEnd,
+			Body:  specSetTimeoutMovesEnd,
 		},
 		{
 			ID:    "cloud.close-destroys-owned-spares-external",
 			Title: "closing a session destroys the sandbox it created on the platform and leaves an external sandbox it read running and unrenewed",
 			Rules: []string{"SESSION-1", "CREATE-5", "GET-6", "VERIFY-1"},
 			Tools: []string{"create_sandbox", "get_sandbox"},
-			Body:  cloudCloseDestroysOwned,
+			Body:  specCloseDestroysOwnedSparesExternal,
 		},
 		{
 			ID:    "cloud.close-destroys-implicit",
 			Title: "closing a session destroys the default sandbox a data-plane tool created implicitly on the platform",
 			Rules: []string{"SESSION-1", "SESSION-2", "VERIFY-1"},
 			Tools: []string{"run_command", "get_sandbox"},
-			Body:  cloudCloseDestroysImplicit,
+			Body:  specCloseDestroysImplicit,
 		},
 		{
 			ID:    "cloud.list-shows-created",
 			Title: "list_sandboxes pages through the account and shows a sandbox the session created with the platform's metadata",
 			Rules: []string{"LIST-1", "LIST-5", "META-1", "VERIFY-1"},
 			Tools: []string{"create_sandbox", "list_sandboxes"},
-			Body:  cloudListShowsCreated,
+			Body:  specListShowsCreated,
 		},
 		{
 			ID:    "cloud.tokens-absent-from-results",
 			Title: "no tool result of the run and no line of the server's log holds a token, domain, client ID or key the platform issued",
 			Rules: []string{"META-4", "CREATE-6", "VERIFY-1"},
 			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout"},
-			Body:  cloudTokensAbsent,
+			Body:  specTokensAbsentFromResults,
 		},
 	}
 }
@@ -86,7 +86,7 @@ func cloudModeOnly(_ context.Context, tc *TestContext) {
 	}
 }
 
-func cloudCreateMatchesPlatform(ctx context.Context, tc *TestContext) {
+func specCreateMatchesPlatform(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	const lifetime = 300
 	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": lifetime}))
@@ -105,7 +105,7 @@ func cloudCreateMatchesPlatform(ctx context.Context, tc *TestContext) {
 	gomega.Expect(d.String("sandbox_id")).To(gomega.Equal(id), "get_sandbox without sandbox_id reads the default: the created sandbox")
 }
 
-func cloudSetTimeoutMovesEnd(ctx context.Context, tc *TestContext) {
+func specSetTimeoutMovesEnd(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{"timeout": 300}))
 	id := r.String("sandbox_id")
@@ -148,7 +148,7 @@ func cloudSetTimeoutMovesEnd(ctx context.Context, tc *TestContext) {
 	}
 }
 
-func cloudCloseDestroysOwned(ctx context.Context, tc *TestContext) {
+func specCloseDestroysOwnedSparesExternal(ctx context.Context, tc *TestContext) {
 	ext := tc.CreateExternal(ctx, 10*time.Minute)
 	extBefore := cloudMustExist(ctx, tc, ext, "the external sandbox the kit created")
 	s := tc.Connect(ctx)
@@ -160,8 +160,8 @@ func cloudCloseDestroysOwned(ctx context.Context, tc *TestContext) {
 	gomega.Expect(g.String("sandbox_id")).To(gomega.Equal(ext), "get_sandbox of the external sandbox")
 
 	_ = s.Close(ctx)
-	gomega.Expect(cloudWaitGone(ctx, tc, owned, tc.Config.settle())).To(gomega.BeTrue(),
-		"the sandbox the session created (%s) still exists on the platform %s after the session closed", owned, tc.Config.settle())
+	gomega.Expect(cloudWaitGone(ctx, tc, owned, tc.settleTime())).To(gomega.BeTrue(),
+		"the sandbox the session created (%s) still exists on the platform %s after the session closed", owned, tc.settleTime())
 	extAfter, ok := cloudInfo(ctx, tc, ext)
 	gomega.Expect(ok).To(gomega.BeTrue(), "the external sandbox %s was destroyed when the session closed", ext)
 	gomega.Expect(extAfter.Status).To(gomega.Equal(extBefore.Status), "the external sandbox's state changed")
@@ -171,7 +171,7 @@ func cloudCloseDestroysOwned(ctx context.Context, tc *TestContext) {
 	}
 }
 
-func cloudCloseDestroysImplicit(ctx context.Context, tc *TestContext) {
+func specCloseDestroysImplicit(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	out := tc.ExpectSuccess(s.Call(ctx, "run_command", map[string]any{"command": "echo sandboxkit"}))
 	gomega.Expect(out.Structured["stdout"]).To(gomega.Equal("sandboxkit\n"), "run_command in the implicitly created sandbox")
@@ -180,11 +180,11 @@ func cloudCloseDestroysImplicit(ctx context.Context, tc *TestContext) {
 	gomega.Expect(id).NotTo(gomega.BeEmpty(), "get_sandbox without sandbox_id after an implicit creation: no sandbox_id")
 	cloudExpectMeta(tc, "get_sandbox", g.Structured, cloudMustExist(ctx, tc, id, "the implicitly created default sandbox"))
 	_ = s.Close(ctx)
-	gomega.Expect(cloudWaitGone(ctx, tc, id, tc.Config.settle())).To(gomega.BeTrue(),
-		"the sandbox run_command created (%s) still exists on the platform %s after the session closed", id, tc.Config.settle())
+	gomega.Expect(cloudWaitGone(ctx, tc, id, tc.settleTime())).To(gomega.BeTrue(),
+		"the sandbox run_command created (%s) still exists on the platform %s after the session closed", id, tc.settleTime())
 }
 
-func cloudListShowsCreated(ctx context.Context, tc *TestContext) {
+func specListShowsCreated(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
 	id := r.String("sandbox_id")
@@ -216,7 +216,7 @@ func cloudListShowsCreated(ctx context.Context, tc *TestContext) {
 	}
 }
 
-func cloudTokensAbsent(ctx context.Context, tc *TestContext) {
+func specTokensAbsentFromResults(ctx context.Context, tc *TestContext) {
 	c := tc.run.cloud
 	s := tc.Connect(ctx)
 	r := tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
@@ -237,7 +237,7 @@ func cloudTokensAbsent(ctx context.Context, tc *TestContext) {
 	ginkgo.AddReportEntry("secrets scanned for", strings.Join(kinds, ", "))
 	gomega.Expect(counts["API key"]).To(gomega.BeNumerically(">=", 1), "the scan must at least know the API key")
 
-	transcripts := tc.run.rec.allTranscripts()
+	transcripts := tc.run.allTranscripts()
 	transcripts[tc.specID] = tc.Transcript()
 	specs := make([]string, 0, len(transcripts))
 	for spec := range transcripts {

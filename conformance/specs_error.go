@@ -40,6 +40,158 @@ var errsStatusCategory = []struct {
 	{503, "unavailable"}, {504, "timeout"},
 }
 
+func errorSpecs() []Spec {
+	specs := []Spec{}
+	for _, f := range errsFaults() {
+		var title string
+		switch {
+		case f.status != 0:
+			title = fmt.Sprintf("turns an HTTP %d on every tool's platform call (lifecycle calls, create, connect) into a tool error of category %s with http_status %d, the category's static hint, no raw message, and a usable session",
+				f.status, f.category, f.status)
+		case f.reset:
+			title = "turns a connection reset on every tool's platform call into an unavailable tool error without http_status, no raw message, and a usable session"
+		default:
+			title = "turns a malformed success body on every tool's platform call into a provider_error tool error (or a success where the call has no body), no raw body, and a usable session"
+		}
+		specs = append(specs, Spec{
+			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
+			Body: errsMatrix(errsControlModes, []errsFault{f}),
+		})
+	}
+	specs = append(specs,
+		Spec{
+			ID:    "errors.envd-files",
+			Title: "maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable",
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
+			Body:  errsMatrix(errsEnvdFileModes, errsFaults()),
+		},
+		Spec{
+			ID:    "errors.envd-rpc",
+			Title: "maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
+			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
+			Body:  errsMatrix(errsEnvdRPCModes, errsFaults()),
+		},
+		Spec{
+			ID:    "errors.create-rejected",
+			Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"},
+			Tools: []string{"create_sandbox"},
+			Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing",
+			Body:  specCreateRejected,
+		},
+		Spec{
+			ID:    "errors.kill-gone",
+			Rules: []string{"SESSION-3", "ERR-1", "ERR-2"},
+			Tools: []string{"kill_sandbox", "create_sandbox"},
+			Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable",
+			Body:  specKillGone,
+		},
+		Spec{
+			ID:    "errors.missing-path",
+			Rules: []string{"FILE-4", "ERR-1", "ERR-2"},
+			Tools: []string{"read_file", "list_files", "download_file"},
+			Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable",
+			Body:  specMissingPath,
+		},
+	)
+	return specs
+}
+
+// specCreateRejected checks CREATE-3: arguments that pass validation
+// but that the platform refuses.
+func specCreateRejected(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	c := newErrsChecker(tc)
+	cases := []struct {
+		name   string
+		args   map[string]any
+		status int
+		raw    string
+	}{
+		// The fake, like E2B, fixes resources per template build: cpuCount
+		// and memoryMB in the create body are refused with 400.
+		{"cpu", map[string]any{"cpu": 3}, 400, ""},
+		{"memory", map[string]any{"memory": 4096}, 400, ""},
+		{"template", map[string]any{"template": "zq-no-such-template-9913"}, 404, "zq-no-such-template-9913"},
+	}
+	props, _ := advertisedProps(tc, "create_sandbox")
+	for _, k := range cases {
+		if _, has := props[k.name]; props != nil && !has {
+			// Not an argument of this tool: VAL-4's case, not CREATE-3's.
+			continue
+		}
+		tc.Fake.Journal().Reset()
+		r := s.Call(ctx, "create_sandbox", k.args)
+		f := errsFault{name: k.name, category: categoryOf(k.status)}
+		if tc.Fake.Journal().Count(sandbox.OpCreateSandbox) > 0 {
+			// The platform refused: its status must come back.
+			f.status = k.status
+		} else if k.status == 400 {
+			// A server that knows its provider does not size sandboxes
+			// may refuse before calling it: a validation error then.
+			if r.Field() != "" && r.Field() != k.name {
+				c.addf("create_sandbox %s: the error names field %q", k.name, r.Field())
+			}
+		} else {
+			c.addf("create_sandbox %s: the server made no create call", k.name)
+		}
+		c.toolError("create_sandbox "+k.name, r, f)
+		c.noLeak("create_sandbox "+k.name, r.JSON, k.raw)
+	}
+	c.done()
+	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(tc.seeded()), "a rejected create left a sandbox")
+	if tc.Advertised("get_sandbox") != nil {
+		r := s.Call(ctx, "get_sandbox", map[string]any{})
+		tc.ExpectToolError(r, "")
+	}
+	tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
+}
+
+// specKillGone checks SESSION-3's not_found for a sandbox that is
+// already gone.
+func specKillGone(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	c := newErrsChecker(tc)
+	gone := errsFault{name: "gone", status: 404, category: "not_found"}
+	owned := s.mustCreate(ctx, nil)
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
+	c.toolError("kill_sandbox(owned, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": owned}), gone)
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}))
+	c.toolError("kill_sandbox(external, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}), gone)
+	expired := tc.Seed(fakeprovider.SandboxSeed{EndAt: tc.Clock.Now().Add(time.Minute)})
+	tc.Clock.Advance(2 * time.Minute)
+	c.toolError("kill_sandbox(external, expired)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": expired}), gone)
+	c.done()
+	// The session still works.
+	tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
+	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
+}
+
+// specMissingPath checks FILE-4.
+func specMissingPath(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	ext := tc.Seed(fakeprovider.SandboxSeed{})
+	c := newErrsChecker(tc)
+	missing := "/tmp/zq-missing-9913/none"
+	for _, where := range []map[string]any{{}, {"sandbox_id": ext}} {
+		label := "owned"
+		if len(where) > 0 {
+			label = "external"
+		}
+		for _, tool := range []string{"read_file", "list_files", "download_file"} {
+			r := s.Call(ctx, tool, withArgs(where, "path", missing))
+			for _, msg := range gomega.InterceptGomegaFailures(func() { tc.ExpectToolError(r, "not_found") }) {
+				c.addf("%s(%s): %s", tool, label, failureLine(msg))
+			}
+			c.hint(tool+"("+label+")", r)
+			c.noLeak(tool+"("+label+")", r.JSON)
+		}
+		// The session still works.
+		c.success("list_files("+label+")", s.Call(ctx, "list_files", withArgs(where, "path", "/tmp")))
+	}
+	c.done()
+}
+
 // categoryOf returns the category a status maps to.
 func categoryOf(status int) string {
 	for _, sc := range errsStatusCategory {
@@ -437,156 +589,4 @@ func errsMatrix(modes func() []errsMode, faults []errsFault) func(ctx context.Co
 			ginkgo.Skip("the server advertises none of the tools this spec needs")
 		}
 	}
-}
-
-func errorSpecs() []Spec {
-	specs := []Spec{}
-	for _, f := range errsFaults() {
-		var title string
-		switch {
-		case f.status != 0:
-			title = fmt.Sprintf("turns an HTTP %d on every tool's platform call (lifecycle calls, create, connect) into a tool error of category %s with http_status %d, the category's static hint, no raw message, and a usable session",
-				f.status, f.category, f.status)
-		case f.reset:
-			title = "turns a connection reset on every tool's platform call into an unavailable tool error without http_status, no raw message, and a usable session"
-		default:
-			title = "turns a malformed success body on every tool's platform call into a provider_error tool error (or a success where the call has no body), no raw body, and a usable session"
-		}
-		specs = append(specs, Spec{
-			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body: errsMatrix(errsControlModes, []errsFault{f}),
-		})
-	}
-	specs = append(specs,
-		Spec{
-			ID:    "errors.envd-files",
-			Title: "maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable",
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body:  errsMatrix(errsEnvdFileModes, errsFaults()),
-		},
-		Spec{
-			ID:    "errors.envd-rpc",
-			Title: "maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body:  errsMatrix(errsEnvdRPCModes, errsFaults()),
-		},
-		Spec{
-			ID:    "errors.create-rejected",
-			Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"},
-			Tools: []string{"create_sandbox"},
-			Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing",
-			Body:  specCreateRejected,
-		},
-		Spec{
-			ID:    "errors.kill-gone",
-			Rules: []string{"SESSION-3", "ERR-1", "ERR-2"},
-			Tools: []string{"kill_sandbox", "create_sandbox"},
-			Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable",
-			Body:  specKillGone,
-		},
-		Spec{
-			ID:    "errors.missing-path",
-			Rules: []string{"FILE-4", "ERR-1", "ERR-2"},
-			Tools: []string{"read_file", "list_files", "download_file"},
-			Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable",
-			Body:  specMissingPath,
-		},
-	)
-	return specs
-}
-
-// specCreateRejected checks CREATE-3: arguments that pass validation
-// but that the platform refuses.
-func specCreateRejected(ctx context.Context, tc *TestContext) {
-	s := tc.Connect(ctx)
-	c := newErrsChecker(tc)
-	cases := []struct {
-		name   string
-		args   map[string]any
-		status int
-		raw    string
-	}{
-		// The fake, like E2B, fixes resources per template build: cpuCount
-		// and memoryMB in the create body are refused with 400.
-		{"cpu", map[string]any{"cpu": 3}, 400, ""},
-		{"memory", map[string]any{"memory": 4096}, 400, ""},
-		{"template", map[string]any{"template": "zq-no-such-template-9913"}, 404, "zq-no-such-template-9913"},
-	}
-	props, _ := advertisedProps(tc, "create_sandbox")
-	for _, k := range cases {
-		if _, has := props[k.name]; props != nil && !has {
-			// Not an argument of this tool: VAL-4's case, not CREATE-3's.
-			continue
-		}
-		tc.Fake.Journal().Reset()
-		r := s.Call(ctx, "create_sandbox", k.args)
-		f := errsFault{name: k.name, category: categoryOf(k.status)}
-		if tc.Fake.Journal().Count(sandbox.OpCreateSandbox) > 0 {
-			// The platform refused: its status must come back.
-			f.status = k.status
-		} else if k.status == 400 {
-			// A server that knows its provider does not size sandboxes
-			// may refuse before calling it: a validation error then.
-			if r.Field() != "" && r.Field() != k.name {
-				c.addf("create_sandbox %s: the error names field %q", k.name, r.Field())
-			}
-		} else {
-			c.addf("create_sandbox %s: the server made no create call", k.name)
-		}
-		c.toolError("create_sandbox "+k.name, r, f)
-		c.noLeak("create_sandbox "+k.name, r.JSON, k.raw)
-	}
-	c.done()
-	gomega.Expect(tc.Fake.LiveCount()).To(gomega.Equal(tc.seeded()), "a rejected create left a sandbox")
-	if tc.Advertised("get_sandbox") != nil {
-		r := s.Call(ctx, "get_sandbox", map[string]any{})
-		tc.ExpectToolError(r, "")
-	}
-	tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
-}
-
-// specKillGone checks SESSION-3's not_found for a sandbox that is
-// already gone.
-func specKillGone(ctx context.Context, tc *TestContext) {
-	s := tc.Connect(ctx)
-	c := newErrsChecker(tc)
-	gone := errsFault{name: "gone", status: 404, category: "not_found"}
-	owned := s.mustCreate(ctx, nil)
-	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
-	c.toolError("kill_sandbox(owned, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": owned}), gone)
-	ext := tc.Seed(fakeprovider.SandboxSeed{})
-	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}))
-	c.toolError("kill_sandbox(external, killed)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": ext}), gone)
-	expired := tc.Seed(fakeprovider.SandboxSeed{EndAt: tc.Clock.Now().Add(time.Minute)})
-	tc.Clock.Advance(2 * time.Minute)
-	c.toolError("kill_sandbox(external, expired)", s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": expired}), gone)
-	c.done()
-	// The session still works.
-	tc.ExpectSuccess(s.Call(ctx, "create_sandbox", map[string]any{}))
-	tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{}))
-}
-
-// specMissingPath checks FILE-4.
-func specMissingPath(ctx context.Context, tc *TestContext) {
-	s := tc.Connect(ctx)
-	ext := tc.Seed(fakeprovider.SandboxSeed{})
-	c := newErrsChecker(tc)
-	missing := "/tmp/zq-missing-9913/none"
-	for _, where := range []map[string]any{{}, {"sandbox_id": ext}} {
-		label := "owned"
-		if len(where) > 0 {
-			label = "external"
-		}
-		for _, tool := range []string{"read_file", "list_files", "download_file"} {
-			r := s.Call(ctx, tool, withArgs(where, "path", missing))
-			for _, msg := range gomega.InterceptGomegaFailures(func() { tc.ExpectToolError(r, "not_found") }) {
-				c.addf("%s(%s): %s", tool, label, failureLine(msg))
-			}
-			c.hint(tool+"("+label+")", r)
-			c.noLeak(tool+"("+label+")", r.JSON)
-		}
-		// The session still works.
-		c.success("list_files("+label+")", s.Call(ctx, "list_files", withArgs(where, "path", "/tmp")))
-	}
-	c.done()
 }

@@ -28,236 +28,262 @@ func execSpecs() []Spec {
 			ID: "exec.run-command-streams", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command returns stdout and stderr separately, with exit_code 0 and truncated false",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				out := s.exec(ctx, "run_command", map[string]any{
-					"command": "echo out-1; echo err-1 >&2; printf 'out-2\\n'; printf 'err-2\\n' >&2",
-				})
-				gomega.Expect(out.Stdout).To(gomega.Equal("out-1\nout-2\n"), "stdout holds exactly what went to stdout")
-				gomega.Expect(out.Stderr).To(gomega.Equal("err-1\nerr-2\n"), "stderr holds exactly what went to stderr")
-				gomega.Expect(out.ExitCode).To(gomega.Equal(0))
-				gomega.Expect(out.Truncated).To(gomega.BeFalse())
-			},
+			Body:  specRunCommandStreams,
 		},
 		{
 			ID: "exec.nonzero-exit-is-result", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command reports a non-zero exit status as a successful result with that exit_code, not as a tool error",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				for _, c := range []struct {
-					command        string
-					code           int
-					stdout, stderr string
-				}{
-					{"exit 3", 3, "", ""},
-					{"false", 1, "", ""},
-					{"echo partial; echo oops >&2; exit 42", 42, "partial\n", "oops\n"},
-					{"no-such-command-sbk", 127, "", ""},
-				} {
-					out := s.exec(ctx, "run_command", map[string]any{"command": c.command})
-					gomega.Expect(out.ExitCode).To(gomega.Equal(c.code), "%q: exit_code", c.command)
-					gomega.Expect(out.Stdout).To(gomega.Equal(c.stdout), "%q: stdout", c.command)
-					if c.code != 127 {
-						gomega.Expect(out.Stderr).To(gomega.Equal(c.stderr), "%q: stderr", c.command)
-					} else {
-						gomega.Expect(out.Stderr).NotTo(gomega.BeEmpty(), "%q: the shell explains a missing command on stderr", c.command)
-					}
-				}
-			},
+			Body:  specNonzeroExitIsResult,
 		},
 		{
 			ID: "exec.cwd-and-envs", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command runs in the given cwd with the given envs added to the environment",
-			Body: func(ctx context.Context, tc *TestContext) {
-				execExpectDefines(tc, "run_command", "EXEC-1", "cwd", "envs")
-				s := tc.Connect(ctx)
-				dir := scratchDir("cwd")
-				s.runCommand(ctx, "mkdir -p "+dir+"/inner")
-				out := s.exec(ctx, "run_command", map[string]any{
-					"command": `pwd; echo "[$SBK_ONE]"; echo "[$SBK_TWO]"; ls`,
-					"cwd":     dir,
-					"envs":    map[string]string{"SBK_ONE": "first value", "SBK_TWO": "x=y;$HOME 'q'"},
-				})
-				gomega.Expect(out.ExitCode).To(gomega.Equal(0), "stderr: %s", out.Stderr)
-				gomega.Expect(out.Stdout).To(gomega.Equal(dir+"\n[first value]\n[x=y;$HOME 'q']\ninner\n"),
-					"pwd is cwd, the envs arrive verbatim (no shell expansion of their values), and relative paths resolve against cwd")
-				// Without cwd and envs the variables are gone: envs belong to one command.
-				out = s.exec(ctx, "run_command", map[string]any{"command": `echo "[${SBK_ONE:-unset}]"`})
-				gomega.Expect(out.Stdout).To(gomega.Equal("[unset]\n"), "envs of one call must not leak into the next")
-			},
+			Body:  specCwdAndEnvs,
 		},
 		{
 			ID: "exec.timeout-is-tool-error", Rules: []string{"EXEC-1"},
 			Tools: []string{"run_command"},
 			Title: "run_command fails promptly with a tool error of category timeout when the command outlives timeout, and kills it",
-			Body: func(ctx context.Context, tc *TestContext) {
-				execExpectDefines(tc, "run_command", "EXEC-1", "timeout")
-				s := tc.Connect(ctx)
-				dir := scratchDir("timeout")
-				s.runCommand(ctx, "mkdir -p "+dir) // the sandbox exists before the clock starts
-				marker := dir + "/late"
-				cctx, cancel := context.WithTimeout(ctx, tc.allow(ctx, 10*time.Second))
-				defer cancel()
-				start := time.Now()
-				r := s.Call(cctx, "run_command", map[string]any{
-					"command": "sleep 2; echo late > " + marker + "; sleep 30",
-					"timeout": 1,
-				})
-				elapsed := time.Since(start)
-				gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "no answer within 10 s for a command with timeout 1 s")
-				tc.ExpectToolError(r, "timeout")
-				gomega.Expect(elapsed).To(gomega.BeNumerically("<", tc.allow(ctx, 5*time.Second)), "the timeout error must come soon after timeout, not when the command ends")
-				// The command was killed: what it would have done after 2 s never happens.
-				time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
-				out := s.exec(ctx, "run_command", map[string]any{"command": "test -e " + marker + " && echo present || echo absent"})
-				gomega.Expect(out.Stdout).To(gomega.Equal("absent\n"), "a command that outlives timeout must be killed")
-				// The sandbox still works after the timeout.
-				gomega.Expect(s.runCommand(ctx, "echo alive").Stdout).To(gomega.Equal("alive\n"))
-			},
+			Body:  specTimeoutIsToolError,
 		},
 		{
 			ID: "exec.run-code-bash", Rules: []string{"EXEC-2"},
 			Tools: []string{"run_code"},
 			Title: "run_code with language bash runs the program and returns the same shape as run_command",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				code := "greet() { echo \"hello $1\"; }\ngreet world\necho 'to stderr' >&2\nfor i in 1 2 3; do printf '%s,' $i; done\necho\nexit 4\n"
-				out := s.exec(ctx, "run_code", map[string]any{"code": code, "language": "bash"})
-				gomega.Expect(out.Stdout).To(gomega.Equal("hello world\n1,2,3,\n"))
-				gomega.Expect(out.Stderr).To(gomega.Equal("to stderr\n"))
-				gomega.Expect(out.ExitCode).To(gomega.Equal(4), "a non-zero exit of the program is a result")
-				gomega.Expect(out.Truncated).To(gomega.BeFalse())
-			},
+			Body:  specRunCodeBash,
 		},
 		{
 			ID: "exec.run-code-default-python", Rules: []string{"EXEC-2"},
 			Tools: []string{"run_code"},
 			Title: "run_code without language runs Python: the program's output, or exit_code 127 or a categorized tool error when the template has no Python",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				r := s.Call(ctx, "run_code", map[string]any{"code": "import sys\nprint('py-' + 'ok')\nsys.exit(0)\n"})
-				execExpectMissingInterpreterOr(tc, r, "py-ok\n", "run_code default language")
-			},
+			Body:  specRunCodeDefaultPython,
 		},
 		{
 			ID: "exec.run-code-javascript", Rules: []string{"EXEC-2"},
 			Tools: []string{"run_code"},
 			Title: "run_code with language javascript runs the program with Node: its output, or exit_code 127 or a categorized tool error when the template has no Node",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				r := s.Call(ctx, "run_code", map[string]any{"code": "console.log('js-' + 'ok'); process.exit(0);\n", "language": "javascript"})
-				execExpectMissingInterpreterOr(tc, r, "js-ok\n", "run_code javascript")
-			},
+			Body:  specRunCodeJavascript,
 		},
 		{
 			ID: "exec.output-cap-head-tail", Rules: []string{"EXEC-3", "EXEC-2"},
 			Tools: []string{"run_command", "run_code"},
 			Title: "run_command and run_code cut a stream over 64 KiB in the middle, keeping its head and tail, and sets truncated",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				full := execSeq(100000)
-				out := s.exec(ctx, "run_command", map[string]any{"command": "seq 1 100000; echo small-err >&2"})
-				gomega.Expect(out.ExitCode).To(gomega.Equal(0))
-				gomega.Expect(out.Truncated).To(gomega.BeTrue(), "588895 bytes of stdout exceed the cap")
-				execExpectHeadTail("stdout", out.Stdout, full)
-				gomega.Expect(out.Stderr).To(gomega.Equal("small-err\n"), "the cap is per stream: a small stderr stays whole")
-
-				out = s.exec(ctx, "run_command", map[string]any{"command": "echo small-out; seq 1 100000 >&2"})
-				gomega.Expect(out.Truncated).To(gomega.BeTrue(), "a cut stderr sets truncated too")
-				execExpectHeadTail("stderr", out.Stderr, full)
-				gomega.Expect(out.Stdout).To(gomega.Equal("small-out\n"))
-
-				// run_code is capped the same way.
-				out = s.exec(ctx, "run_code", map[string]any{"code": "seq 1 100000", "language": "bash"})
-				gomega.Expect(out.Truncated).To(gomega.BeTrue(), "run_code: a cut stdout sets truncated")
-				execExpectHeadTail("run_code stdout", out.Stdout, full)
-
-				// Output that fits is never cut or marked.
-				fits := execSeq(10000) // 48894 bytes
-				out = s.exec(ctx, "run_command", map[string]any{"command": "seq 1 10000"})
-				gomega.Expect(out.Truncated).To(gomega.BeFalse(), "48894 bytes fit in the cap")
-				gomega.Expect(out.Stdout == fits).To(gomega.BeTrue(), "output under the cap must come back whole")
-			},
+			Body:  specOutputCapHeadTail,
 		},
 		{
 			ID: "exec.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"run_command", "run_code", "get_sandbox"},
 			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body: func(ctx context.Context, tc *TestContext) {
-				tc.expectImplicitCreate(ctx, dpImplicitCase{"run_command", map[string]any{"command": "echo one > /tmp/sbk-implicit"}}, dpImplicitCase{"run_code", map[string]any{"code": "cat /tmp/sbk-implicit", "language": "bash"}})
-			},
+			Body:  specImplicitCreate,
 		},
 		{
 			ID: "exec.run-code-implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
 			Tools: []string{"run_command", "run_code", "get_sandbox"},
 			Title: "run_code without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body: func(ctx context.Context, tc *TestContext) {
-				tc.expectImplicitCreate(ctx, dpImplicitCase{"run_code", map[string]any{"code": "echo one", "language": "bash"}}, dpImplicitCase{"run_command", map[string]any{"command": "echo two"}})
-			},
+			Body:  specRunCodeImplicitCreate,
 		},
 		{
 			ID: "exec.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"create_sandbox", "run_command", "run_code"},
 			Title: "run_command and run_code on an owned sandbox renew it to the session's renewal policy before returning",
-			Body: func(ctx context.Context, tc *TestContext) {
-				tc.expectRenewals(ctx, 120, []dpRenewalCase{
-					{Tool: "run_command", WantEnvd: true, Args: func(id string) map[string]any {
-						return map[string]any{"command": "echo renew", "sandbox_id": id}
-					}},
-					{Tool: "run_command", WantEnvd: true, Args: func(string) map[string]any {
-						return map[string]any{"command": "exit 9"} // the default; a non-zero exit renews too
-					}},
-					{Tool: "run_code", WantEnvd: true, Args: func(id string) map[string]any {
-						return map[string]any{"code": "echo renew", "language": "bash", "sandbox_id": id}
-					}},
-				})
-			},
+			Body:  specRenewsOwned,
 		},
 		{
 			ID: "exec.renews-implicit-default", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"run_command"},
 			Title: "run_command renews an implicitly created sandbox to 300 s, the policy of a sandbox created without timeout",
-			Body: func(ctx context.Context, tc *TestContext) {
-				s := tc.Connect(ctx)
-				s.runCommand(ctx, "true")
-				created := tc.liveCreated()
-				gomega.Expect(created).To(gomega.HaveLen(1))
-				tc.Clock.Advance(11 * time.Second)
-				mark := tc.Fake.Journal().Len()
-				s.runCommand(ctx, "echo again")
-				tc.expectRenewedSince("run_command", created[0], mark, dpDefaultRenewal, true)
-			},
+			Body:  specRenewsImplicitDefault,
 		},
 		{
 			ID: "exec.external-connect-no-renew", Rules: []string{"RENEW-2", "EXEC-1"}, NeedsFake: true,
 			Tools: []string{"run_command", "run_code"},
 			Title: "run_command and run_code on an external sandbox reach it through connect and never renew, own or destroy it",
-			Body: func(ctx context.Context, tc *TestContext) {
-				endAt := tc.Clock.Now().Add(40 * time.Minute)
-				ext := tc.Seed(fakeprovider.SandboxSeed{EndAt: endAt})
-				s := tc.Connect(ctx)
-				mark := tc.Fake.Journal().Len()
-				out := s.exec(ctx, "run_command", map[string]any{"command": "echo external > /tmp/sbk-ext; cat /tmp/sbk-ext", "sandbox_id": ext})
-				gomega.Expect(out.Stdout).To(gomega.Equal("external\n"))
-				gomega.Expect(tc.journalFor(ext)).To(gomega.ContainElement(gomega.HaveField("Envd", true)),
-					"the command must run in the external sandbox")
-				tc.expectExternalUntouchedSince("run_command", ext, mark, true)
-				mark = tc.Fake.Journal().Len()
-				code := s.exec(ctx, "run_code", map[string]any{"code": "cat /tmp/sbk-ext", "language": "bash", "sandbox_id": ext})
-				gomega.Expect(code.Stdout).To(gomega.Equal("external\n"), "run_code must run in the same external sandbox")
-				tc.expectExternalUntouchedSince("run_code", ext, mark, true)
-				gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
-				gomega.Expect(s.Close(ctx)).To(gomega.Succeed())
-				time.Sleep(100 * time.Millisecond) // let a wrongful close-time destroy happen
-				_, alive := tc.Fake.Sandbox(ext)
-				gomega.Expect(alive).To(gomega.BeTrue(), "closing the session must not destroy an external sandbox")
-				for _, e := range tc.journal()[mark:] {
-					gomega.Expect(e.Op == sandbox.OpKillSandbox && e.SandboxID == ext).To(gomega.BeFalse(), "the external sandbox was killed at close")
-				}
-			},
+			Body:  specExternalConnectNoRenew,
 		},
+	}
+}
+
+func specRunCommandStreams(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	out := s.exec(ctx, "run_command", map[string]any{
+		"command": "echo out-1; echo err-1 >&2; printf 'out-2\\n'; printf 'err-2\\n' >&2",
+	})
+	gomega.Expect(out.Stdout).To(gomega.Equal("out-1\nout-2\n"), "stdout holds exactly what went to stdout")
+	gomega.Expect(out.Stderr).To(gomega.Equal("err-1\nerr-2\n"), "stderr holds exactly what went to stderr")
+	gomega.Expect(out.ExitCode).To(gomega.Equal(0))
+	gomega.Expect(out.Truncated).To(gomega.BeFalse())
+}
+
+func specNonzeroExitIsResult(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	for _, c := range []struct {
+		command        string
+		code           int
+		stdout, stderr string
+	}{
+		{"exit 3", 3, "", ""},
+		{"false", 1, "", ""},
+		{"echo partial; echo oops >&2; exit 42", 42, "partial\n", "oops\n"},
+		{"no-such-command-sbk", 127, "", ""},
+	} {
+		out := s.exec(ctx, "run_command", map[string]any{"command": c.command})
+		gomega.Expect(out.ExitCode).To(gomega.Equal(c.code), "%q: exit_code", c.command)
+		gomega.Expect(out.Stdout).To(gomega.Equal(c.stdout), "%q: stdout", c.command)
+		if c.code != 127 {
+			gomega.Expect(out.Stderr).To(gomega.Equal(c.stderr), "%q: stderr", c.command)
+		} else {
+			gomega.Expect(out.Stderr).NotTo(gomega.BeEmpty(), "%q: the shell explains a missing command on stderr", c.command)
+		}
+	}
+}
+
+func specCwdAndEnvs(ctx context.Context, tc *TestContext) {
+	execExpectDefines(tc, "run_command", "EXEC-1", "cwd", "envs")
+	s := tc.Connect(ctx)
+	dir := scratchDir("cwd")
+	s.runCommand(ctx, "mkdir -p "+dir+"/inner")
+	out := s.exec(ctx, "run_command", map[string]any{
+		"command": `pwd; echo "[$SBK_ONE]"; echo "[$SBK_TWO]"; ls`,
+		"cwd":     dir,
+		"envs":    map[string]string{"SBK_ONE": "first value", "SBK_TWO": "x=y;$HOME 'q'"},
+	})
+	gomega.Expect(out.ExitCode).To(gomega.Equal(0), "stderr: %s", out.Stderr)
+	gomega.Expect(out.Stdout).To(gomega.Equal(dir+"\n[first value]\n[x=y;$HOME 'q']\ninner\n"),
+		"pwd is cwd, the envs arrive verbatim (no shell expansion of their values), and relative paths resolve against cwd")
+	// Without cwd and envs the variables are gone: envs belong to one command.
+	out = s.exec(ctx, "run_command", map[string]any{"command": `echo "[${SBK_ONE:-unset}]"`})
+	gomega.Expect(out.Stdout).To(gomega.Equal("[unset]\n"), "envs of one call must not leak into the next")
+}
+
+func specTimeoutIsToolError(ctx context.Context, tc *TestContext) {
+	execExpectDefines(tc, "run_command", "EXEC-1", "timeout")
+	s := tc.Connect(ctx)
+	dir := scratchDir("timeout")
+	s.runCommand(ctx, "mkdir -p "+dir) // the sandbox exists before the clock starts
+	marker := dir + "/late"
+	cctx, cancel := context.WithTimeout(ctx, tc.allow(ctx, 10*time.Second))
+	defer cancel()
+	start := time.Now()
+	r := s.Call(cctx, "run_command", map[string]any{
+		"command": "sleep 2; echo late > " + marker + "; sleep 30",
+		"timeout": 1,
+	})
+	elapsed := time.Since(start)
+	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "no answer within 10 s for a command with timeout 1 s")
+	tc.ExpectToolError(r, "timeout")
+	gomega.Expect(elapsed).To(gomega.BeNumerically("<", tc.allow(ctx, 5*time.Second)), "the timeout error must come soon after timeout, not when the command ends")
+	// The command was killed: what it would have done after 2 s never happens.
+	time.Sleep(time.Until(start.Add(2500 * time.Millisecond)))
+	out := s.exec(ctx, "run_command", map[string]any{"command": "test -e " + marker + " && echo present || echo absent"})
+	gomega.Expect(out.Stdout).To(gomega.Equal("absent\n"), "a command that outlives timeout must be killed")
+	// The sandbox still works after the timeout.
+	gomega.Expect(s.runCommand(ctx, "echo alive").Stdout).To(gomega.Equal("alive\n"))
+}
+
+func specRunCodeBash(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	code := "greet() { echo \"hello $1\"; }\ngreet world\necho 'to stderr' >&2\nfor i in 1 2 3; do printf '%s,' $i; done\necho\nexit 4\n"
+	out := s.exec(ctx, "run_code", map[string]any{"code": code, "language": "bash"})
+	gomega.Expect(out.Stdout).To(gomega.Equal("hello world\n1,2,3,\n"))
+	gomega.Expect(out.Stderr).To(gomega.Equal("to stderr\n"))
+	gomega.Expect(out.ExitCode).To(gomega.Equal(4), "a non-zero exit of the program is a result")
+	gomega.Expect(out.Truncated).To(gomega.BeFalse())
+}
+
+func specRunCodeDefaultPython(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	r := s.Call(ctx, "run_code", map[string]any{"code": "import sys\nprint('py-' + 'ok')\nsys.exit(0)\n"})
+	execExpectMissingInterpreterOr(tc, r, "py-ok\n", "run_code default language")
+}
+
+func specRunCodeJavascript(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	r := s.Call(ctx, "run_code", map[string]any{"code": "console.log('js-' + 'ok'); process.exit(0);\n", "language": "javascript"})
+	execExpectMissingInterpreterOr(tc, r, "js-ok\n", "run_code javascript")
+}
+
+func specOutputCapHeadTail(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	full := execSeq(100000)
+	out := s.exec(ctx, "run_command", map[string]any{"command": "seq 1 100000; echo small-err >&2"})
+	gomega.Expect(out.ExitCode).To(gomega.Equal(0))
+	gomega.Expect(out.Truncated).To(gomega.BeTrue(), "588895 bytes of stdout exceed the cap")
+	execExpectHeadTail("stdout", out.Stdout, full)
+	gomega.Expect(out.Stderr).To(gomega.Equal("small-err\n"), "the cap is per stream: a small stderr stays whole")
+
+	out = s.exec(ctx, "run_command", map[string]any{"command": "echo small-out; seq 1 100000 >&2"})
+	gomega.Expect(out.Truncated).To(gomega.BeTrue(), "a cut stderr sets truncated too")
+	execExpectHeadTail("stderr", out.Stderr, full)
+	gomega.Expect(out.Stdout).To(gomega.Equal("small-out\n"))
+
+	// run_code is capped the same way.
+	out = s.exec(ctx, "run_code", map[string]any{"code": "seq 1 100000", "language": "bash"})
+	gomega.Expect(out.Truncated).To(gomega.BeTrue(), "run_code: a cut stdout sets truncated")
+	execExpectHeadTail("run_code stdout", out.Stdout, full)
+
+	// Output that fits is never cut or marked.
+	fits := execSeq(10000) // 48894 bytes
+	out = s.exec(ctx, "run_command", map[string]any{"command": "seq 1 10000"})
+	gomega.Expect(out.Truncated).To(gomega.BeFalse(), "48894 bytes fit in the cap")
+	gomega.Expect(out.Stdout == fits).To(gomega.BeTrue(), "output under the cap must come back whole")
+}
+
+func specImplicitCreate(ctx context.Context, tc *TestContext) {
+	tc.expectImplicitCreate(ctx, dpImplicitCase{"run_command", map[string]any{"command": "echo one > /tmp/sbk-implicit"}}, dpImplicitCase{"run_code", map[string]any{"code": "cat /tmp/sbk-implicit", "language": "bash"}})
+}
+
+func specRunCodeImplicitCreate(ctx context.Context, tc *TestContext) {
+	tc.expectImplicitCreate(ctx, dpImplicitCase{"run_code", map[string]any{"code": "echo one", "language": "bash"}}, dpImplicitCase{"run_command", map[string]any{"command": "echo two"}})
+}
+
+func specRenewsOwned(ctx context.Context, tc *TestContext) {
+	tc.expectRenewals(ctx, 120, []dpRenewalCase{
+		{Tool: "run_command", WantEnvd: true, Args: func(id string) map[string]any {
+			return map[string]any{"command": "echo renew", "sandbox_id": id}
+		}},
+		{Tool: "run_command", WantEnvd: true, Args: func(string) map[string]any {
+			return map[string]any{"command": "exit 9"} // the default; a non-zero exit renews too
+		}},
+		{Tool: "run_code", WantEnvd: true, Args: func(id string) map[string]any {
+			return map[string]any{"code": "echo renew", "language": "bash", "sandbox_id": id}
+		}},
+	})
+}
+
+func specRenewsImplicitDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	s.runCommand(ctx, "true")
+	created := tc.liveCreated()
+	gomega.Expect(created).To(gomega.HaveLen(1))
+	tc.Clock.Advance(11 * time.Second)
+	mark := tc.Fake.Journal().Len()
+	s.runCommand(ctx, "echo again")
+	tc.expectRenewedSince("run_command", created[0], mark, dpDefaultRenewal, true)
+}
+
+func specExternalConnectNoRenew(ctx context.Context, tc *TestContext) {
+	endAt := tc.Clock.Now().Add(40 * time.Minute)
+	ext := tc.Seed(fakeprovider.SandboxSeed{EndAt: endAt})
+	s := tc.Connect(ctx)
+	mark := tc.Fake.Journal().Len()
+	out := s.exec(ctx, "run_command", map[string]any{"command": "echo external > /tmp/sbk-ext; cat /tmp/sbk-ext", "sandbox_id": ext})
+	gomega.Expect(out.Stdout).To(gomega.Equal("external\n"))
+	gomega.Expect(tc.journalFor(ext)).To(gomega.ContainElement(gomega.HaveField("Envd", true)),
+		"the command must run in the external sandbox")
+	tc.expectExternalUntouchedSince("run_command", ext, mark, true)
+	mark = tc.Fake.Journal().Len()
+	code := s.exec(ctx, "run_code", map[string]any{"code": "cat /tmp/sbk-ext", "language": "bash", "sandbox_id": ext})
+	gomega.Expect(code.Stdout).To(gomega.Equal("external\n"), "run_code must run in the same external sandbox")
+	tc.expectExternalUntouchedSince("run_code", ext, mark, true)
+	gomega.Expect(tc.liveCreated()).To(gomega.BeEmpty(), "naming an external sandbox creates nothing")
+	gomega.Expect(s.Close(ctx)).To(gomega.Succeed())
+	time.Sleep(100 * time.Millisecond) // let a wrongful close-time destroy happen
+	_, alive := tc.Fake.Sandbox(ext)
+	gomega.Expect(alive).To(gomega.BeTrue(), "closing the session must not destroy an external sandbox")
+	for _, e := range tc.journal()[mark:] {
+		gomega.Expect(e.Op == sandbox.OpKillSandbox && e.SandboxID == ext).To(gomega.BeFalse(), "the external sandbox was killed at close")
 	}
 }
 

@@ -13,15 +13,17 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
 )
 
 // How a stdio server's process ended when the kit closed its session, as
 // the banner and the summary count them.
 const (
-	endedOnEOF     = "exited on EOF"
-	endedOnSIGTERM = "needed SIGTERM"
-	endedKilled    = "killed (SIGKILL)"
-	endedEarly     = "had already exited"
+	endedOnEOF     = summary.EndedOnEOF
+	endedOnSIGTERM = summary.EndedOnSIGTERM
+	endedKilled    = summary.EndedKilled
+	endedEarly     = summary.EndedEarly
 )
 
 // stdioTransport starts a server command and speaks MCP over its stdin and

@@ -5,17 +5,30 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/onsi/ginkgo/v2"
+
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
+	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
 // runState is what lives for one run of the kit: the fake hub (or, in
 // cloud mode, the kit's view of the real platform), the target and what
-// the server advertised.
+// the server advertised, and what the run's evidence needs as it goes
+// (record.go): each spec's transcript, the secrets the run saw, the
+// sandboxes it could not destroy.
 type runState struct {
-	cfg    *Config
+	cfg   *Config
+	seams testSeams
+	// id names the run in its state file and evidence.
+	id      string
+	started time.Time
+	// secrets redacts every secret the run has seen so far.
+	secrets *evidence.Redactor
+
 	hub    *fakeHub      // fake modes
 	cloud  *cloudBackend // cloud mode
 	target target
@@ -23,57 +36,88 @@ type runState struct {
 	server *mcp.Implementation
 	// clients checks every result as the official clients read it (TOOLS-5).
 	clients clientCheck
-	rec     *recorder
 	// advertised is every tool name the server listed, in its order.
 	advertised []string
+	// settleTime is how long the run waits for a closed session's
+	// sandboxes to go (Config.SettleTimeout, with cloud mode's floor).
+	settleTime time.Duration
+
+	mu            sync.Mutex
+	transcripts   map[string][]Exchange // by spec ID
+	failedCleanup []string
 }
 
-func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, fmt.Errorf("conformance: configuration: %w", err)
+// newRun is a run of cfg that has not started: it has its ID and start
+// time. The rest of cfg is read when the run starts (an embedding suite may
+// still edit it in its own BeforeEach).
+func newRun(cfg *Config, seams testSeams) *runState {
+	id := cfg.RunID
+	if id == "" {
+		id = cloudstate.NewRunID()
 	}
-	r := &runState{cfg: cfg, rec: rec}
+	return &runState{cfg: cfg, seams: seams, id: id, started: time.Now().UTC(), secrets: evidence.NewRedactor(),
+		transcripts: map[string][]Exchange{}}
+}
+
+// start brings up the fake (or the cloud backend) and the target, and
+// reads what the server advertises.
+func (r *runState) start(ctx context.Context) error {
+	cfg := r.cfg
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("conformance: configuration: %w", err)
+	}
+	r.settleTime = r.seams.settle(cfg)
+	// The secrets the configuration holds: header values and the server's
+	// secret-named environment variables.
+	for _, v := range cfg.Headers {
+		r.secrets.Add(v, headerSecret(v))
+	}
+	for _, kv := range cfg.ServerEnv {
+		if k, v, ok := strings.Cut(kv, "="); ok && secretName(k) {
+			r.secrets.Add(v)
+		}
+	}
 	var env []string
 	if cfg.Cloud {
-		c, err := newCloudBackend(cfg, rec.runID)
+		c, err := newCloudBackend(cfg, r.id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		r.cloud = c
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
-		r.hub.routes = cfg.seam().fakeRoutes
+		r.hub.routes = r.seams.fakeRoutes
 		r.hub.fresh()
+		r.secrets.Add(r.hub.apiKey)
 		// Every target reaches the fake over loopback, the in-process
 		// reference server too: its connections to the provider are then
 		// real ones the kit can count (GET-6, TIMEOUT-6).
 		if err := r.hub.listen(cfg.FakeAddr); err != nil {
-			return nil, err
+			return err
 		}
 		env = r.hub.env()
 	}
 	switch cfg.Kind() {
 	case TargetInProcess:
-		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: cfg.seam().breakage}
+		t := &inProcessTarget{hub: r.hub, cloud: r.cloud, breakage: r.seams.breakage}
 		if !cfg.Cloud {
 			t.deadline, _ = cfg.providerDeadline()
 		}
 		r.target = t
 	case TargetStdio:
-		r.target = &stdioTarget{cfg: cfg, env: env}
+		r.target = &stdioTarget{cfg: cfg, env: env, settle: r.settleTime}
 	case TargetHTTP:
-		r.target = &httpTarget{cfg: cfg, env: env}
+		r.target = &httpTarget{cfg: cfg, env: env, settle: r.settleTime}
 	}
-	rec.attach(r)
 	if err := r.target.start(ctx); err != nil {
 		r.stop()
-		return nil, err
+		return err
 	}
 	if err := r.discover(ctx); err != nil {
 		r.stop()
-		return nil, err
+		return err
 	}
-	return r, nil
+	return nil
 }
 
 // discover reads the server's tools/list once for capability checks.
@@ -123,7 +167,7 @@ func (r *runState) stop() {
 	if r.cloud != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		r.rec.cleanupFailed(r.cloud.finishAll(ctx))
+		r.noteCleanupFailed(r.cloud.finishAll(ctx))
 	}
 }
 
@@ -143,20 +187,18 @@ func (r *runState) newTestContext(spec Spec) *TestContext {
 // the kit in another Ginkgo suite: call it at the top level of a test file
 // (var _ = conformance.Describe(cfg)). cfg is read when the specs run.
 // Evidence bundles need [RunWith].
-func Describe(cfg *Config) bool { return describe(cfg, newRecorder(cfg), nil, nil) }
+func Describe(cfg *Config) bool { return describe(newRun(cfg, testSeams{}), nil, nil) }
 
 // describe registers the specs; claim, when not nil, decides as each spec's
 // turn comes whether this process runs it (see RunOptions.Claim). The
 // run's banner is recorded in the report of the spec that starts the run
 // and, when banner is not nil, printed there as soon as the server's tools
 // are known.
-func describe(cfg *Config, rec *recorder, claim func(string) bool, banner io.Writer) bool {
+func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
+	cfg := run.cfg
 	return ginkgo.Describe("sandboxkit conformance", ginkgo.Ordered, ginkgo.ContinueOnFailure, func() {
-		var run *runState
 		ginkgo.BeforeAll(func(ctx ginkgo.SpecContext) {
-			var err error
-			run, err = startRun(ctx, cfg, rec)
-			if err != nil {
+			if err := run.start(ctx); err != nil {
 				// A run error, not a rule's failure: the summary prints it
 				// as such (writeFailures).
 				ginkgo.Fail(fmt.Sprintf("%s: %v", runErrorPrefix, err))

@@ -21,8 +21,11 @@ type httpTarget struct {
 	// fake's location, or nothing in cloud mode (the real environment
 	// passes through).
 	env []string
-	log lockedBuffer
-	cmd *exec.Cmd
+	// settle is the run's settle time: how long a server gets to destroy
+	// its sandboxes against a real provider.
+	settle time.Duration
+	log    lockedBuffer
+	cmd    *exec.Cmd
 }
 
 func (t *httpTarget) start(ctx context.Context) error {
@@ -98,7 +101,7 @@ func (t *httpTarget) stop() {
 	// longer against a real provider.
 	wait := 10 * time.Second
 	if t.cfg.Cloud {
-		wait = max(wait, t.cfg.settle())
+		wait = max(wait, t.settle)
 	}
 	select {
 	case <-done:

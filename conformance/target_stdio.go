@@ -20,7 +20,10 @@ type stdioTarget struct {
 	// fake's location, or nothing in cloud mode (the real environment
 	// passes through).
 	env []string
-	log lockedBuffer
+	// settle is the run's settle time: how long a server gets to destroy
+	// its sandboxes against a real provider.
+	settle time.Duration
+	log    lockedBuffer
 
 	mu   sync.Mutex
 	last *stdioTransport // the transport of the process started last
@@ -107,7 +110,7 @@ func (t *stdioTarget) connectShutdown(ctx context.Context, version string) (*cli
 // its input ends before it is signalled: longer against a real provider.
 func (t *stdioTarget) terminate() time.Duration {
 	if t.cfg.Cloud {
-		return t.cfg.settle()
+		return t.settle
 	}
 	return 5 * time.Second
 }

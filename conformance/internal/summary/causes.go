@@ -1,4 +1,4 @@
-package conformance
+package summary
 
 import (
 	"fmt"
@@ -9,87 +9,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/sandboxkit/sandboxkit/server"
 )
-
-// bannerEntry is the report entry holding the run's banner, so that a
-// parallel run's parent prints it once from the merged report.
-const bannerEntry = "sandboxkit banner"
-
-// banner describes what the kit found: the server, the contract tools it
-// advertises (and under which name, when the tool map renames them), the
-// contract tools it lacks and the tools the contract does not know.
-func (r *runState) banner(all []string) string {
-	var b strings.Builder
-	name := "the server"
-	if r.server != nil {
-		name = fmt.Sprintf("%s %s", r.server.Name, r.server.Version)
-	}
-	fmt.Fprintf(&b, "sandboxkit conformance %s: %s (%s)\n", Version, name, r.cfg.Kind())
-	var found, mapped, missing []string
-	for _, c := range ContractTools() {
-		switch n := r.cfg.toolName(c); {
-		case r.tools[c] == nil:
-			missing = append(missing, c)
-		case n != c:
-			mapped = append(mapped, c+" = "+n)
-		default:
-			found = append(found, c)
-		}
-	}
-	known := map[string]bool{}
-	for _, c := range ContractTools() {
-		known[r.cfg.toolName(c)] = true
-	}
-	var other []string
-	for _, n := range all {
-		if !known[n] {
-			other = append(other, n)
-		}
-	}
-	line := func(label string, names []string) {
-		if len(names) == 0 {
-			fmt.Fprintf(&b, "  %-8s none\n", label)
-			return
-		}
-		fmt.Fprintf(&b, "  %-8s %d: %s\n", label, len(names), strings.Join(names, ", "))
-	}
-	line("found", found)
-	line("mapped", mapped)
-	line("missing", missing)
-	if len(other) > 0 {
-		line("unknown", other)
-	}
-	if len(missing) > 0 {
-		b.WriteString("  specs that need a missing tool are skipped (with --require-all they fail)\n")
-	}
-	return b.String()
-}
-
-// WriteBanner prints the banner a run recorded in its report (the tools
-// found, mapped and missing), for a report merged from several processes;
-// it prints nothing when the report has none.
-func WriteBanner(w io.Writer, r ginkgo.Report) {
-	for _, sr := range r.SpecReports {
-		for _, e := range sr.ReportEntries {
-			if e.Name == bannerEntry {
-				fmt.Fprint(w, e.Value.String())
-				return
-			}
-		}
-	}
-}
-
-// runErrorPrefix begins the failure of a run that could not start (the
-// server could not be reached or spoke no MCP).
-const runErrorPrefix = "the run could not start"
-
-// leakPrefix begins every leak-check failure message (see checkLeaks).
-const leakPrefix = "SESSION-1: sandboxes left running"
 
 // failureGroup is failures that share a first cause.
 type failureGroup struct {
@@ -137,7 +62,7 @@ type causeReader struct {
 
 // newCauseReader compiles the known causes and reads the contract's
 // arguments, once per summary.
-func newCauseReader() *causeReader {
+func newCauseReader(tools []string) *causeReader {
 	args := map[string]map[string]bool{}
 	for _, t := range server.AllTools(nil) {
 		props := map[string]bool{}
@@ -148,14 +73,14 @@ func newCauseReader() *causeReader {
 		}
 		args[t.Name()] = props
 	}
-	return &causeReader{known: knownCauses(), args: args}
+	return &causeReader{known: knownCauses(tools), args: args}
 }
 
 // knownCauses are causes that show through many specs' messages: a tool's
 // input schema that refuses an argument the contract gives it, a result
 // without structuredContent (TOOLS-3).
-func knownCauses() []knownCause {
-	tools := strings.Join(ContractTools(), "|")
+func knownCauses(contractTools []string) []knownCause {
+	tools := strings.Join(contractTools, "|")
 	return []knownCause{
 		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*unexpected additional properties \[([^\]]*)\]`), refusal: true},
 		{re: regexp.MustCompile(`^\s*(` + tools + `)\b.*result has no structuredContent object`), text: func(m []string) string {
@@ -265,8 +190,8 @@ func entryValue(sr types.SpecReport, name string) string {
 // the kit diagnosed (see diagnose), the leak check, or else the same first
 // line once IDs and numbers are left out. A group of one keeps the spec's
 // own line.
-func writeFailures(w io.Writer, r ginkgo.Report) {
-	causes := newCauseReader()
+func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
+	causes := newCauseReader(cat.Tools)
 	groups := map[string]*failureGroup{}
 	var order []string
 	add := func(key, cause, id string, rules []string, detail string, args ...string) {
@@ -299,10 +224,10 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateFailureStates) {
 			continue
 		}
-		_, id, rules := classify(sr.Labels())
-		if strings.HasPrefix(sr.Failure.Message, runErrorPrefix) {
+		_, id, rules := cat.Classify(sr.Labels())
+		if strings.HasPrefix(sr.Failure.Message, RunErrorPrefix) {
 			// The run never started: no spec ran, so no rule is to blame.
-			fmt.Fprintf(w, "  RUN ERROR %s\n", truncate(firstLine(strings.TrimPrefix(sr.Failure.Message, runErrorPrefix+": ")), 600))
+			fmt.Fprintf(w, "  RUN ERROR %s\n", truncate(firstLine(strings.TrimPrefix(sr.Failure.Message, RunErrorPrefix+": ")), 600))
 			continue
 		}
 		msgs := []string{sr.Failure.Message}
@@ -313,13 +238,13 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 		for _, msg := range msgs {
 			line := firstLine(msg)
 			switch {
-			case strings.HasPrefix(line, leakPrefix) && !primary && slices.Contains(rules, "SESSION-1"):
+			case strings.HasPrefix(line, LeakPrefix) && !primary && slices.Contains(rules, "SESSION-1"):
 				// A SESSION-1 spec that already failed reports its own
 				// left-behind sandboxes: the leak check would say it twice.
-			case strings.HasPrefix(line, leakPrefix):
-				add("leak", causeLeak, id, []string{"SESSION-1"}, truncate(strings.TrimPrefix(line, leakPrefix+": "), 400))
+			case strings.HasPrefix(line, LeakPrefix):
+				add("leak", CauseLeak, id, []string{"SESSION-1"}, truncate(strings.TrimPrefix(line, LeakPrefix+": "), 400))
 			case primary:
-				if cause := entryValue(sr, causeEntry); cause != "" {
+				if cause := entryValue(sr, EntryCause); cause != "" {
 					add("cause:"+cause, cause, id, nil, "")
 				} else {
 					key, cause, args := causes.firstCause(msg)
@@ -357,7 +282,7 @@ func writeFailures(w io.Writer, r ginkgo.Report) {
 
 // writeSkips prints why specs were skipped, grouped by reason, leaving out
 // the specs another process of the run claimed.
-func writeSkips(w io.Writer, r ginkgo.Report) {
+func writeSkips(w io.Writer, r ginkgo.Report, cat Catalog) {
 	by := map[string][]string{}
 	var order []string
 	for _, sr := range r.SpecReports {
@@ -371,7 +296,7 @@ func writeSkips(w io.Writer, r ginkgo.Report) {
 		if reason == "" {
 			reason = "not selected (label filter, focus or skip)"
 		}
-		_, id, _ := classify(sr.Labels())
+		_, id, _ := cat.Classify(sr.Labels())
 		if by[reason] == nil {
 			order = append(order, reason)
 		}
@@ -399,7 +324,7 @@ func writeEndings(w io.Writer, r ginkgo.Report) {
 	total := 0
 	for _, sr := range r.SpecReports {
 		for _, e := range sr.ReportEntries {
-			if e.Name != endingsEntry {
+			if e.Name != EntryEndings {
 				continue
 			}
 			for _, part := range strings.Split(e.Value.String(), ";") {
@@ -418,13 +343,13 @@ func writeEndings(w io.Writer, r ginkgo.Report) {
 		return
 	}
 	var parts []string
-	for _, how := range []string{endedOnEOF, endedOnSIGTERM, endedKilled, endedEarly} {
+	for _, how := range []string{EndedOnEOF, EndedOnSIGTERM, EndedKilled, EndedEarly} {
 		if sum[how] > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", sum[how], how))
 		}
 	}
 	fmt.Fprintf(w, "server processes: %s closed by the kit: %s\n", plural(total, "session", "sessions"), strings.Join(parts, ", "))
-	if sum[endedOnSIGTERM]+sum[endedKilled] > 0 {
+	if sum[EndedOnSIGTERM]+sum[EndedKilled] > 0 {
 		fmt.Fprintln(w, "  a stdio server must exit when its stdin ends (MCP stdio shutdown); one that needs a signal may skip its close-time cleanup")
 	}
 }

@@ -1,4 +1,4 @@
-package conformance
+package summary
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 // server refuses it (bounds.run-code sends "interpreter" to be refused), so
 // it is never reported as an argument "that the contract gives it".
 func TestRefusalCauseLeavesOutBait(t *testing.T) {
-	causes := newCauseReader()
+	causes := newCauseReader(testCatalog().Tools)
 	bait := `run_code: want a validation error naming interpreter: validating root: unexpected additional properties ["interpreter"]`
 	if key, cause, _ := causes.firstCause(bait); strings.HasPrefix(key, refusalPrefix) || strings.Contains(cause, "contract gives it") {
 		t.Errorf("the refusal of the kit's bait is a cause %q: %q", key, cause)
@@ -26,7 +26,7 @@ func TestRefusalCauseLeavesOutBait(t *testing.T) {
 // undefined argument accepted by any tool, an unknown provider prefix
 // refused without its field.
 func TestKnownCausesGroupAcrossSpecs(t *testing.T) {
-	causes := newCauseReader()
+	causes := newCauseReader(testCatalog().Tools)
 	for name, msgs := range map[string][]string{
 		"no renewal": {
 			"run_command on a sandbox created with timeout 120 must renew the owned sandbox by 120 s before it returns",

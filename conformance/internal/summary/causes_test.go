@@ -1,4 +1,4 @@
-package conformance
+package summary
 
 import (
 	"bytes"
@@ -8,6 +8,18 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 )
+
+// testCatalog is a catalog as the kit's: its families and tools, and
+// some of its rules.
+func testCatalog() Catalog {
+	return Catalog{
+		Families: []string{"protocol", "bounds", "errors", "cleanup", "exec"},
+		Tools: []string{"create_sandbox", "kill_sandbox", "run_code", "run_command", "read_file", "write_file", "list_files",
+			"list_sandboxes", "get_sandbox", "set_sandbox_timeout", "start_background_command", "get_background_command",
+			"kill_background_command", "upload_file", "download_file"},
+		Rules: []string{"LIST-1", "LIST-2", "LIST-3", "GET-1", "GET-2", "VAL-1", "VAL-2", "ERR-1", "EXEC-2", "SESSION-1"},
+	}
+}
 
 // failedSpec is a failed spec's report with the kit's labels.
 func failedSpec(id, rule, msg string) types.SpecReport {
@@ -33,7 +45,7 @@ func TestKitSaysOneFindingPerRefusingTool(t *testing.T) {
 		failedSpec("bounds.other", "VAL-2", strings.ReplaceAll(refused, "%s", `"zq_extra"`)),
 	}}
 	var b bytes.Buffer
-	writeFailures(&b, r)
+	writeFailures(&b, r, testCatalog())
 	out := b.String()
 	if n := strings.Count(out, "input schema refuses"); n != 1 {
 		t.Fatalf("run_code's refused arguments appear %d times, want once:\n%s", n, out)
@@ -58,13 +70,13 @@ func TestKitSaysOneFindingPerRefusingTool(t *testing.T) {
 // A SESSION-1 spec that failed on sandboxes left behind is not repeated
 // under the leak check's group; a spec of another rule that leaked is.
 func TestLeakNotReportedTwiceForSessionSpecs(t *testing.T) {
-	leak := leakPrefix + ": the spec's sessions created 1 sandbox; 0 destroyed, 1 still running 5s after every session closed: i1 (appeared during create_sandbox, call 1 of session 1)."
+	leak := LeakPrefix + ": the spec's sessions created 1 sandbox; 0 destroyed, 1 still running 5s after every session closed: i1 (appeared during create_sandbox, call 1 of session 1)."
 	cleanup := failedSpec("cleanup.shutdown", "SESSION-1", "after the server shut down: sandboxes i1 still exist 5s later")
 	cleanup.AdditionalFailures = []types.AdditionalFailure{{Failure: types.Failure{Message: leak}}}
 	exec := failedSpec("exec.run-code-bash", "EXEC-2", "run_code: want stdout hi")
 	exec.AdditionalFailures = []types.AdditionalFailure{{Failure: types.Failure{Message: leak}}}
 	var b bytes.Buffer
-	writeFailures(&b, ginkgo.Report{SpecReports: []types.SpecReport{cleanup, exec}})
+	writeFailures(&b, ginkgo.Report{SpecReports: []types.SpecReport{cleanup, exec}}, testCatalog())
 	out := b.String()
 	if strings.Contains(out, "cleanup.shutdown: the spec's sessions") {
 		t.Errorf("the cleanup spec's own failure is repeated under the leak check:\n%s", out)

@@ -1,4 +1,4 @@
-package conformance
+package summary
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func TestCoverage(t *testing.T) {
 		specReport("bounds.d", types.SpecStateSkipped, "", "GET-2"),
 	}}
 	got := map[string]RuleCoverage{}
-	for _, c := range Coverage(r) {
+	for _, c := range Coverage(r, testCatalog()) {
 		got[c.Rule] = c
 	}
 	if c := got["LIST-3"]; !c.Checked() || c.Ran != 2 {
@@ -43,7 +43,7 @@ func TestCoverage(t *testing.T) {
 		t.Errorf("LIST-1: %+v, want no spec", c)
 	}
 	var b bytes.Buffer
-	writeCoverage(&b, r)
+	writeCoverage(&b, r, testCatalog())
 	out := b.String()
 	for _, want := range []string{
 		"rule coverage: 1 of ",
