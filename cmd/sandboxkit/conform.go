@@ -156,8 +156,8 @@ The exit status is 0 when every selected spec passed and nothing was found
 			if err != nil {
 				return err
 			}
-			warnServerCmd(cmd.ErrOrStderr(), cfg.ServerCommand, f.cloud)
 			if f.claimDir == "" {
+				warnServerCmd(cmd.ErrOrStderr(), cfg.ServerCommand, f.cloud)
 				if cfg.RunID == "" {
 					cfg.RunID = cloudstate.NewRunID()
 				}
