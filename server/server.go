@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -180,7 +181,7 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 
 // toolCreateSandbox is the tool whose calls the per-session sandbox cap
 // counts.
-const toolCreateSandbox = "create_sandbox"
+const toolCreateSandbox = toolset.CreateSandbox
 
 // connectionLost reports whether ctx was cancelled because the connection
 // failed (end of file, a read or write error) rather than by the client's
