@@ -241,8 +241,8 @@ func flagsFirstHelp(cmd *cobra.Command, _ []string) {
 // warnServerCmd warns when a server command starts the reference server
 // on its own embedded fake ("serve --fake"): such a server never talks to
 // the kit's fake provider, so every spec that reads the fake's journal,
-// injects a fault or checks the platform fails (89 of them at the time of
-// writing), which reads as a broken server rather than a wrong command.
+// injects a fault or checks the platform fails (86 of 148 in a run at
+// the time of writing), which reads as a broken server rather than a wrong command.
 func warnServerCmd(w io.Writer, command []string, cloud bool) {
 	for _, arg := range command {
 		if arg == "--fake" || strings.HasPrefix(arg, "--fake=") {

@@ -63,11 +63,7 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the reference MCP server (stdio, or Streamable HTTP with --http)",
-		Long: `serve runs sandboxkit's reference MCP server: the fifteen sandbox tools of the
-tool contract (create_sandbox, kill_sandbox, run_code, run_command, read_file,
-write_file, list_files, list_sandboxes, get_sandbox, set_sandbox_timeout,
-start_background_command, get_background_command, kill_background_command,
-upload_file, download_file) on E2B or an E2B-compatible provider.
+		Long: serveToolsParagraph() + `
 
 Transports. Without --http it speaks MCP over stdin and stdout (one session,
 ending at end of input). With --http ADDR it serves Streamable HTTP at
