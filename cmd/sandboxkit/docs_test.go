@@ -246,3 +246,30 @@ func TestGitIgnoresWhatTheDocumentedCommandsLeave(t *testing.T) {
 		}
 	}
 }
+
+// recordPath is a dated evidence bundle named in a document or a help
+// text; placeholders ($(date -u +%F), DATE, <date>) do not match.
+var recordPath = regexp.MustCompile(`evidence/records/[a-z0-9-]+/\d{4}-\d{2}-\d{2}[\w.-]*`)
+
+// TestNamedEvidenceBundlesExist checks that every dated bundle the
+// documents and the command's help name is committed: an example a reader
+// can run, not one that looks real and is not.
+func TestNamedEvidenceBundlesExist(t *testing.T) {
+	texts := map[string]string{}
+	for _, doc := range repoFiles(t, ".md") {
+		texts[doc] = readRepoFile(t, doc)
+	}
+	for _, c := range newRootCommand().Commands() {
+		texts["sandboxkit "+c.Name()+" --help"] = c.Long
+		for _, sub := range c.Commands() {
+			texts["sandboxkit "+c.Name()+" "+sub.Name()+" --help"] = sub.Long
+		}
+	}
+	for where, text := range texts {
+		for _, path := range recordPath.FindAllString(text, -1) {
+			if !fileExists(t, path) {
+				t.Errorf("%s names the evidence bundle %s, which does not exist: name a committed one or write a placeholder", where, path)
+			}
+		}
+	}
+}
