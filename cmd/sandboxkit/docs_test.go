@@ -22,7 +22,7 @@ import (
 const repoRoot = "../.."
 
 // repoFiles returns the repository's files (relative, slash-separated)
-// whose names end in one of exts, without Git's and npm's folders.
+// whose names end in one of exts, without the folders skippedDir names.
 func repoFiles(t *testing.T, exts ...string) []string {
 	t.Helper()
 	var files []string
@@ -30,7 +30,7 @@ func repoFiles(t *testing.T, exts ...string) []string {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() && (d.Name() == "node_modules" || d.Name() == ".git") {
+		if d.IsDir() && path != repoRoot && skippedDir(d.Name()) {
 			return filepath.SkipDir
 		}
 		if !d.IsDir() && slices.ContainsFunc(exts, func(ext string) bool { return strings.HasSuffix(d.Name(), ext) }) {
@@ -43,6 +43,18 @@ func repoFiles(t *testing.T, exts ...string) []string {
 		t.Fatal(err)
 	}
 	return files
+}
+
+// skippedDir reports whether a folder holds no files of the repository's
+// own: Git's, installed packages, hidden tool state (but .ci and .github).
+func skippedDir(name string) bool {
+	switch name {
+	case ".ci", ".github":
+		return false
+	case "node_modules", "site-packages", "__pycache__":
+		return true
+	}
+	return strings.HasPrefix(name, ".")
 }
 
 // TestREADMECountsComeFromTheCatalog checks the README's spec and family
@@ -171,7 +183,9 @@ func TestNoIssueNumbers(t *testing.T) {
 }
 
 // TestCompatREADMEMatchesItsFiles checks that compat/README.md names every
-// script of compat/, and that every script it names exists.
+// Node script of compat/ (by path or name), every folder of scripts in
+// another language (`python/`: a suite with its own layout), and that
+// every script it names exists.
 func TestCompatREADMEMatchesItsFiles(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repoRoot, "compat", "README.md"))
 	if err != nil {
@@ -185,7 +199,11 @@ func TestCompatREADMEMatchesItsFiles(t *testing.T) {
 		}
 	}
 	for _, s := range scripts {
-		if !strings.Contains(readme, s) && !strings.Contains(readme, filepath.Base(s)) {
+		named := strings.Contains(readme, s) || strings.Contains(readme, filepath.Base(s))
+		if folder, _, nested := strings.Cut(s, "/"); !strings.HasSuffix(s, ".mjs") && nested {
+			named = named || strings.Contains(readme, "`"+folder+"/`")
+		}
+		if !named {
 			t.Errorf("compat/README.md does not mention %s", s)
 		}
 	}
