@@ -37,7 +37,7 @@ file, background and binary tools create one when none exists. Tools without san
 the default. Sandboxes this session creates are destroyed when the session ends; sandboxes
 named by ID that this session did not create are never destroyed by the session.`
 
-// Server is the reference MCP server: one *mcp.Server with the fifteen
+// Server is the reference MCP server: one *mcp.Server with the contract's
 // tools, the per-session state and its cleanup. It serves stdio and
 // Streamable HTTP with the same *mcp.Server (TOOLS-2). It is safe for
 // concurrent use.

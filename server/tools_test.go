@@ -98,7 +98,7 @@ func listedTools(t *testing.T) []map[string]any {
 	return out
 }
 
-// TestToolsList checks TOOLS-1 on the wire: exactly the fifteen names,
+// TestToolsList checks TOOLS-1 on the wire: exactly the contract's names,
 // descriptions, closed input schemas, output schemas, and every annotation
 // written out and truthful.
 func TestToolsList(t *testing.T) {

@@ -1,6 +1,6 @@
 // The official MCP TypeScript client (@modelcontextprotocol/sdk 1.32.2, the
 // client inside most MCP hosts) against `sandboxkit serve --fake`, over stdio
-// and over Streamable HTTP: it lists the fifteen tools and calls every one of
+// and over Streamable HTTP: it lists the contract's tools and calls every one of
 // them in success and error paths, and every call must come back to the
 // caller as a result, never as a thrown error.
 //
@@ -173,7 +173,7 @@ describe('official MCP client over stdio', () => {
   before(async () => { conn = await connectStdio(); });
   after(async () => { await conn?.close(); });
 
-  test('lists the fifteen tools', async () => { await listsTheTools(conn.client); });
+  test('lists the contract\'s tools', async () => { await listsTheTools(conn.client); });
   test('calls every tool in success and error paths without a thrown error', async () => {
     await exerciseEveryTool(conn.client);
   });
@@ -191,7 +191,7 @@ describe('official MCP client over Streamable HTTP', () => {
     await server?.stop();
   });
 
-  test('lists the fifteen tools', async () => { await listsTheTools(conn.client); });
+  test('lists the contract\'s tools', async () => { await listsTheTools(conn.client); });
   test('calls every tool in success and error paths without a thrown error', async () => {
     await exerciseEveryTool(conn.client);
   });

@@ -1,4 +1,4 @@
-// The fifteen contract tools of the TypeScript peer (see server.mjs), each a
+// The contract tools of the TypeScript peer (see server.mjs), each a
 // McpServer.registerTool with zod input and output schemas over the e2b JS
 // SDK. Shapes follow conformance/contract/tools.md; where the e2b JS SDK has
 // no equivalent (regions, disk size, SIGTERM for a background command), the
@@ -370,7 +370,7 @@ function registerBackground(server, st) {
   }));
 }
 
-/** Registers the fifteen tools on server over the session state st. */
+/** Registers the contract's tools on server over the session state st. */
 export function registerTools(server, st) {
   registerLifecycle(server, st);
   registerExec(server, st);
