@@ -85,6 +85,7 @@ func brokenVariants() []brokenVariant {
 		{"url-carries-access-token", FamilyBinary, "puts the envd access token into transfer URLs", urlCarriesAccessToken},
 		{"url-for-other-path", FamilyBinary, "signs transfer URLs for a sibling of the path asked for", urlForOtherPath},
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
+		{"run-command-not-destructive", FamilyProtocol, "marks run_command, which runs arbitrary code, as not destructive", runCommandNotDestructive},
 		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
 	}
 }
@@ -405,6 +406,25 @@ var wrongReadOnlyHint = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHa
 				if t.Name == "get_sandbox" && t.Annotations != nil {
 					a := *t.Annotations
 					a.ReadOnlyHint = false
+					t.Annotations = &a
+				}
+			}
+		}
+		return res, err
+	}
+})
+
+// runCommandNotDestructive writes destructiveHint false on run_command,
+// which the contract's tool table marks destructive (TOOLS-1).
+var runCommandNotDestructive = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+			for _, t := range lt.Tools {
+				if t.Name == "run_command" && t.Annotations != nil {
+					a := *t.Annotations
+					no := false
+					a.DestructiveHint = &no
 					t.Annotations = &a
 				}
 			}

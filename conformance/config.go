@@ -10,6 +10,7 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -387,15 +388,9 @@ func (c *Config) toolName(contract string) string {
 	return contract
 }
 
-// ContractTools lists the fifteen tools of the contract.
-func ContractTools() []string {
-	return []string{
-		"create_sandbox", "kill_sandbox", "run_code", "run_command", "read_file", "write_file", "list_files",
-		"list_sandboxes", "get_sandbox", "set_sandbox_timeout",
-		"start_background_command", "get_background_command", "kill_background_command",
-		"upload_file", "download_file",
-	}
-}
+// ContractTools lists the tools of the contract, in its order: the tool
+// table of contract/tools.md (TOOLS-1), through package toolset.
+func ContractTools() []string { return toolset.Names() }
 
 func isContractTool(name string) bool {
 	for _, t := range ContractTools() {

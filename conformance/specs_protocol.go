@@ -8,12 +8,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-)
 
-// readOnlyTools and destructiveTools are the annotations TOOLS-1 requires.
-var (
-	readOnlyTools    = []string{"list_sandboxes", "get_sandbox", "read_file", "list_files", "get_background_command", "download_file"}
-	destructiveTools = []string{"kill_sandbox", "kill_background_command", "write_file", "upload_file"}
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 )
 
 func protocolSpecs() []Spec {
@@ -39,9 +35,10 @@ func protocolSpecs() []Spec {
 					gomega.Expect(in["additionalProperties"]).To(gomega.Equal(false), "%s: inputSchema must set additionalProperties false", contract)
 					gomega.Expect(t.OutputSchema).NotTo(gomega.BeNil(), "%s: no outputSchema", contract)
 					gomega.Expect(t.Annotations).NotTo(gomega.BeNil(), "%s: no annotations", contract)
-					wantRO := contains(readOnlyTools, contract)
-					gomega.Expect(t.Annotations.ReadOnlyHint).To(gomega.Equal(wantRO), "%s: readOnlyHint", contract)
-					if contains(destructiveTools, contract) {
+					// TOOLS-1: the annotations of the contract's tool table.
+					row, _ := toolset.Lookup(contract)
+					gomega.Expect(t.Annotations.ReadOnlyHint).To(gomega.Equal(row.ReadOnly), "%s: readOnlyHint", contract)
+					if row.Destructive {
 						// An absent destructiveHint defaults to true.
 						gomega.Expect(t.Annotations.DestructiveHint == nil || *t.Annotations.DestructiveHint).To(gomega.BeTrue(),
 							"%s: destructiveHint must be true", contract)

@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -15,18 +16,19 @@ import (
 // would advertise a hint nobody chose; the test makes that a failure.
 var annotationKeys = []string{"Title", "ReadOnlyHint", "DestructiveHint", "IdempotentHint", "OpenWorldHint"}
 
-// TestAnnotationsSpelledOut reads the package's source: every
-// mcp.ToolAnnotations literal is keyed and names each hint, and every tool
-// of AllTools takes its annotations from one of them (matched by title).
-// The model is github-mcp-server's keyed literal checked by its
-// pkg/toolvalidation.
+// TestAnnotationsSpelledOut reads the package's source: the one
+// mcp.ToolAnnotations literal (contractAnnotations, which fills it from the
+// contract's tool table, whose parser requires every hint's column) is
+// keyed and names each hint, and every tool of AllTools takes its
+// annotations from it. The model is github-mcp-server's keyed literal
+// checked by its pkg/toolvalidation.
 func TestAnnotationsSpelledOut(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
 	fset := token.NewFileSet()
-	titles := map[string]int{}
+	literals := 0
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") {
 			continue
@@ -41,6 +43,7 @@ func TestAnnotationsSpelledOut(t *testing.T) {
 				return true
 			}
 			pos := fset.Position(lit.Pos())
+			literals++
 			keys := map[string]ast.Expr{}
 			for _, e := range lit.Elts {
 				kv, ok := e.(*ast.KeyValueExpr)
@@ -57,22 +60,16 @@ func TestAnnotationsSpelledOut(t *testing.T) {
 					t.Errorf("%s: mcp.ToolAnnotations literal leaves %s out: set it on purpose", pos, k)
 				}
 			}
-			if bl, ok := keys["Title"].(*ast.BasicLit); ok && bl.Kind == token.STRING {
-				titles[strings.Trim(bl.Value, "\"")]++
-			} else {
-				t.Errorf("%s: mcp.ToolAnnotations Title is not a string literal", pos)
-			}
 			return true
 		})
 	}
-	tools := AllTools(&Deps{})
-	if len(titles) != len(tools) {
-		t.Errorf("%d distinct annotation literals for %d tools", len(titles), len(tools))
+	if literals != 1 {
+		t.Errorf("%d mcp.ToolAnnotations literals: want the one of contractAnnotations, so that no tool spells its own", literals)
 	}
-	for _, tool := range tools {
+	for _, tool := range AllTools(&Deps{}) {
 		a := tool.Def.Annotations
-		if a == nil || titles[a.Title] != 1 {
-			t.Errorf("tool %s: annotations not taken from exactly one keyed literal", tool.Name())
+		if a == nil || !reflect.DeepEqual(a, contractAnnotations(tool.Name())) {
+			t.Errorf("tool %s: annotations not taken from the contract's tool table (contractAnnotations)", tool.Name())
 			continue
 		}
 		if a.DestructiveHint == nil || a.OpenWorldHint == nil {

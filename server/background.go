@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -129,14 +130,13 @@ func StartBackgroundCommand(deps *Deps) Tool {
 		req("sandbox_id", &jsonschema.Schema{Type: "string", Description: "The sandbox the command runs in."}),
 	)
 	def := &mcp.Tool{
-		Name: "start_background_command",
+		Name: toolset.StartBackgroundCommand,
 		Description: "Start a shell command in a sandbox without waiting for it, and return its command_id at once. " +
 			"Read its output with get_background_command and stop it with kill_background_command; the command_id is " +
 			"valid only in this session. Up to " + itoa(deps.Limits.BackgroundBufferBytes) + " bytes of each stream are kept. " +
 			"Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Start background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		check: func(sess *session, a args) error {
@@ -189,14 +189,13 @@ func GetBackgroundCommand(deps *Deps) Tool {
 		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when more output is waiting after next_cursor, or when output older than the buffer was dropped."}),
 	)
 	def := &mcp.Tool{
-		Name: "get_background_command",
+		Name: toolset.GetBackgroundCommand,
 		Description: "Read a background command's output from cursor on, and whether it still runs. Reading from the " +
 			"returned next_cursor gives only output not yet returned, so no byte is lost or repeated (unless older output " +
 			"overflowed the buffer, which sets truncated). exit_code is null while the command runs. An unknown " +
 			"command_id, or one from another session, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Get background command", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		c, ok := sess.command(a.str("command_id"))
@@ -257,12 +256,11 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		req("success", &jsonschema.Schema{Type: "boolean", Const: ptr[any](true)}),
 	)
 	def := &mcp.Tool{
-		Name: "kill_background_command",
+		Name: toolset.KillBackgroundCommand,
 		Description: "Send SIGTERM (default) or SIGKILL to a background command of this session. Its output stays " +
 			"readable with get_background_command. An unknown command_id, or one from another session, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Kill background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		c, ok := sess.command(a.str("command_id"))

@@ -1,5 +1,5 @@
-// Package server is sandboxkit's reference MCP server: the fifteen sandbox
-// tools of the tool contract (conformance/contract/tools.md in this
+// Package server is sandboxkit's reference MCP server: the sandbox tools of
+// the tool contract (conformance/contract/tools.md in this
 // repository), built on the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk) and the sandbox SDK.
 //

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -84,7 +85,7 @@ func RunCommand(deps *Deps) Tool {
 		opt("sandbox_id", sandboxIDExecArg()),
 	)
 	def := &mcp.Tool{
-		Name: "run_command",
+		Name: toolset.RunCommand,
 		Description: "Run a shell command in a sandbox and wait for it to finish. Returns stdout, stderr, exit_code and " +
 			"truncated; a non-zero exit code is a result, not an error. Each stream is capped at " + itoa(deps.Limits.OutputBytes) +
 			" bytes: beyond that the middle is cut and the head and tail are kept. A command that outlives timeout is killed " +
@@ -92,7 +93,6 @@ func RunCommand(deps *Deps) Tool {
 			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
-		Annotations:  &mcp.ToolAnnotations{Title: "Run command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
@@ -140,14 +140,13 @@ func RunCode(deps *Deps) Tool {
 		opt("sandbox_id", sandboxIDExecArg()),
 	)
 	def := &mcp.Tool{
-		Name: "run_code",
+		Name: toolset.RunCode,
 		Description: "Run a Python (python3), JavaScript (node) or Bash program in a sandbox and wait for it to finish. " +
 			"Returns stdout, stderr, exit_code and truncated, like run_command, with the same output cap and timeout. " +
 			"The interpreter must exist in the sandbox's template. Without sandbox_id the session's default sandbox is " +
 			"used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
-		Annotations:  &mcp.ToolAnnotations{Title: "Run code", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		check: func(_ *session, a args) error {

@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -33,13 +34,12 @@ func ReadFile(deps *Deps) Tool {
 		req("content", &jsonschema.Schema{Type: "string", Description: "The file's text."}),
 	)
 	def := &mcp.Tool{
-		Name: "read_file",
+		Name: toolset.ReadFile,
 		Description: "Read a UTF-8 text file from a sandbox. A file that is not valid UTF-8 or is larger than " +
 			itoa(deps.Limits.ReadFileBytes) + " bytes is an error: use download_file for binary or large files. A missing " +
 			"path is a not_found error. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Read file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		fileOp: true,
@@ -78,13 +78,12 @@ func WriteFile(deps *Deps) Tool {
 		req("bytes_written", &jsonschema.Schema{Type: "integer", Description: "Bytes written."}),
 	)
 	def := &mcp.Tool{
-		Name: "write_file",
+		Name: toolset.WriteFile,
 		Description: "Write UTF-8 text to a file in a sandbox, creating parent directories and overwriting an existing " +
 			"file. For binary data use upload_file. Without sandbox_id the session's default sandbox is used, and one " +
 			"is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Write file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		check: func(_ *session, a args) error {
@@ -136,13 +135,12 @@ func ListFiles(deps *Deps) Tool {
 		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when more than " + itoa(maxListEntries) + " entries were found and the rest left out."}),
 	)
 	def := &mcp.Tool{
-		Name: "list_files",
+		Name: toolset.ListFiles,
 		Description: "List the entries of a directory in a sandbox (name, absolute path, type file/directory/symlink, " +
 			"size), descending depth levels. A missing path is a not_found error. Without sandbox_id the session's " +
 			"default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "List files", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		fileOp: true,

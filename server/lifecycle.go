@@ -7,6 +7,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -96,14 +97,13 @@ func ListSandboxes(deps *Deps) Tool {
 		req("offset", &jsonschema.Schema{Type: "integer", Description: "The offset applied."}),
 	)
 	def := &mcp.Tool{
-		Name: "list_sandboxes",
+		Name: toolset.ListSandboxes,
 		Description: "List the sandboxes the configured account can see at a provider, one page at a time. " +
 			"Page with limit and offset (a larger offset gives the next page); the result has no total count and no cursor. " +
 			"Listing never creates a sandbox, never changes this session's default sandbox, and never makes a listed " +
 			"sandbox one that this session destroys when it ends.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "List sandboxes", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		limit := int(a.integer("limit", maxListLimit))
@@ -141,14 +141,13 @@ func GetSandbox(deps *Deps) Tool {
 		opt("sandbox_id", sandboxIDArg("The sandbox to read, bare or as provider:id. Default: this session's default sandbox.")),
 	)
 	def := &mcp.Tool{
-		Name: "get_sandbox",
+		Name: toolset.GetSandbox,
 		Description: "Return the latest platform metadata of a sandbox: sandbox_id, template, status, region, started_at, " +
 			"end_at, cpu_count, memory_mb, disk_size_mb. Without sandbox_id it reads this session's default sandbox; " +
 			"with no default it fails and creates nothing. Reading never extends a sandbox's lifetime, never connects " +
 			"to it, and never changes the default.",
 		InputSchema:  in,
 		OutputSchema: metadataSchema("The sandbox's metadata."),
-		Annotations:  &mcp.ToolAnnotations{Title: "Get sandbox", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a) // GET-1, GET-2, GET-4
@@ -186,14 +185,13 @@ func CreateSandbox(deps *Deps) Tool {
 		opt("provider", str("A configured provider ID. Default: the default provider.", 32, providerPattern)),
 	)
 	def := &mcp.Tool{
-		Name: "create_sandbox",
+		Name: toolset.CreateSandbox,
 		Description: "Create a sandbox. It becomes this session's default sandbox and is owned by the session: it is " +
 			"destroyed when the session ends. Omitted resources keep the template's or provider's defaults; passing " +
 			"validation does not mean the provider accepts a combination, and a rejection comes back as a categorized " +
 			"error. Credentials live in the server's configuration, never in arguments. Returns the new sandbox's metadata.",
 		InputSchema:  in,
 		OutputSchema: metadataSchema("The new sandbox's metadata."),
-		Annotations:  &mcp.ToolAnnotations{Title: "Create sandbox", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: false, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		timeout := time.Duration(a.integer("timeout", 0)) * time.Second
@@ -300,7 +298,7 @@ func SetSandboxTimeout(deps *Deps) Tool {
 		req("timeout", &jsonschema.Schema{Type: "integer"}),
 	)
 	def := &mcp.Tool{
-		Name: "set_sandbox_timeout",
+		Name: toolset.SetSandboxTimeout,
 		Description: "Set a sandbox's remaining lifetime to timeout seconds from now (not an HTTP timeout); a short " +
 			"timeout ends the sandbox early. Without sandbox_id it applies to this session's default sandbox; with no " +
 			"default it fails and creates nothing. For a sandbox this session created, later execution and file tools " +
@@ -308,7 +306,6 @@ func SetSandboxTimeout(deps *Deps) Tool {
 			"taken over.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Set sandbox timeout", ReadOnlyHint: false, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a) // TIMEOUT-2
@@ -348,12 +345,11 @@ func KillSandbox(deps *Deps) Tool {
 		req("sandbox_id", &jsonschema.Schema{Type: "string"}),
 	)
 	def := &mcp.Tool{
-		Name: "kill_sandbox",
+		Name: toolset.KillSandbox,
 		Description: "Destroy a sandbox and everything in it. Without sandbox_id it kills this session's default " +
 			"sandbox and clears the default; with no default it fails. A sandbox that is already gone is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Kill sandbox", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
 		id, err := target(deps.Platform, sess, a)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -36,7 +37,7 @@ file, background and binary tools create one when none exists. Tools without san
 the default. Sandboxes this session creates are destroyed when the session ends; sandboxes
 named by ID that this session did not create are never destroyed by the session.`
 
-// Server is the reference MCP server: one *mcp.Server with the fifteen
+// Server is the reference MCP server: one *mcp.Server with the contract's
 // tools, the per-session state and its cleanup. It serves stdio and
 // Streamable HTTP with the same *mcp.Server (TOOLS-2). It is safe for
 // concurrent use.
@@ -180,7 +181,7 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 
 // toolCreateSandbox is the tool whose calls the per-session sandbox cap
 // counts.
-const toolCreateSandbox = "create_sandbox"
+const toolCreateSandbox = toolset.CreateSandbox
 
 // connectionLost reports whether ctx was cancelled because the connection
 // failed (end of file, a read or write error) rather than by the client's

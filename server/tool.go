@@ -10,10 +10,13 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	segjson "github.com/segmentio/encoding/json"
+
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 )
 
 // Tool is one MCP tool: its definition (name, description, hand-written
@@ -48,9 +51,10 @@ func newTool(def *mcp.Tool, h handlerFunc) Tool {
 	if in.AdditionalProperties == nil || in.AdditionalProperties.Not == nil {
 		panic(fmt.Sprintf("server: tool %q: input schema must set additionalProperties: false", def.Name))
 	}
-	if def.OutputSchema == nil || def.Description == "" || def.Annotations == nil {
-		panic(fmt.Sprintf("server: tool %q: output schema, description and annotations are required", def.Name))
+	if def.OutputSchema == nil || def.Description == "" {
+		panic(fmt.Sprintf("server: tool %q: output schema and description are required", def.Name))
 	}
+	def.Annotations = contractAnnotations(def.Name) // TOOLS-1
 	t := Tool{Def: def, handler: h, props: map[string]*jsonschema.Resolved{}, required: slices.Clone(in.Required)}
 	for name, ps := range in.Properties {
 		r, err := ps.Resolve(nil)
@@ -68,6 +72,25 @@ func newTool(def *mcp.Tool, h handlerFunc) Tool {
 		panic(fmt.Sprintf("server: tool %q: input schema: %v", def.Name, err))
 	}
 	return t
+}
+
+// contractAnnotations returns the annotations the contract's tool table
+// gives the tool (TOOLS-1, read through package toolset), every hint
+// written out, and a title made of its name ("create_sandbox": "Create
+// sandbox"). A tool the contract lacks is a programming error and panics.
+func contractAnnotations(name string) *mcp.ToolAnnotations {
+	t, ok := toolset.Lookup(name)
+	if !ok {
+		panic(fmt.Sprintf("server: tool %q is not in the contract's tool table (conformance/contract/tools.md; then go generate ./internal/toolset)", name))
+	}
+	title := strings.ReplaceAll(name, "_", " ")
+	return &mcp.ToolAnnotations{
+		Title:           strings.ToUpper(title[:1]) + title[1:],
+		ReadOnlyHint:    t.ReadOnly,
+		DestructiveHint: ptr(t.Destructive),
+		IdempotentHint:  t.Idempotent,
+		OpenWorldHint:   ptr(t.OpenWorld),
+	}
 }
 
 // args are a call's arguments after validation, each decoded once: every

@@ -13,25 +13,11 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/tools/*.json from the current tool definitions")
-
-// contractTools is TOOLS-1's list.
-var contractTools = []string{
-	"create_sandbox", "kill_sandbox", "run_code", "run_command", "read_file", "write_file", "list_files",
-	"list_sandboxes", "get_sandbox", "set_sandbox_timeout",
-	"start_background_command", "get_background_command", "kill_background_command",
-	"upload_file", "download_file",
-}
-
-// readOnlyTools and destructiveTools are the annotation truth table
-// (TOOLS-1): read-only exactly for these; destructive for the kills, the
-// tools that overwrite files, and the ones that run arbitrary code.
-var (
-	readOnlyTools    = []string{"list_sandboxes", "get_sandbox", "read_file", "list_files", "get_background_command", "download_file"}
-	destructiveTools = []string{"kill_sandbox", "kill_background_command", "write_file", "upload_file", "run_command", "run_code", "start_background_command"}
-)
 
 // canonicalJSON re-encodes v with sorted keys and indentation.
 func canonicalJSON(t *testing.T, v any) []byte {
@@ -112,7 +98,7 @@ func listedTools(t *testing.T) []map[string]any {
 	return out
 }
 
-// TestToolsList checks TOOLS-1 on the wire: exactly the fifteen names,
+// TestToolsList checks TOOLS-1 on the wire: exactly the contract's names,
 // descriptions, closed input schemas, output schemas, and every annotation
 // written out and truthful.
 func TestToolsList(t *testing.T) {
@@ -139,11 +125,13 @@ func TestToolsList(t *testing.T) {
 					t.Errorf("annotation %s not written out: %v", hint, ann)
 				}
 			}
-			if got, want := ann["readOnlyHint"], slices.Contains(readOnlyTools, name); got != want {
-				t.Errorf("readOnlyHint = %v, want %v", got, want)
-			}
-			if got, want := ann["destructiveHint"], slices.Contains(destructiveTools, name); got != want {
-				t.Errorf("destructiveHint = %v, want %v", got, want)
+			// The contract's tool table is the truth (TOOLS-1).
+			row, _ := toolset.Lookup(name)
+			for hint, want := range map[string]bool{"readOnlyHint": row.ReadOnly, "destructiveHint": row.Destructive,
+				"idempotentHint": row.Idempotent, "openWorldHint": row.OpenWorld} {
+				if got := ann[hint]; got != want {
+					t.Errorf("%s = %v, want %v (the contract's tool table)", hint, got, want)
+				}
 			}
 			data, _ := json.Marshal(tool)
 			if strings.Contains(string(data), `"$ref"`) {
@@ -161,7 +149,7 @@ func TestToolsList(t *testing.T) {
 			}
 		})
 	}
-	want := slices.Clone(contractTools)
+	want := toolset.Names()
 	sort.Strings(want)
 	sort.Strings(names)
 	if !slices.Equal(names, want) {
@@ -183,13 +171,12 @@ func TestAllTools(t *testing.T) {
 			t.Errorf("%s: annotations missing", tool.Name())
 		}
 	}
-	if len(tools) != len(contractTools) {
-		t.Errorf("AllTools has %d tools, want %d", len(tools), len(contractTools))
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool.Name())
 	}
-	for _, name := range contractTools {
-		if !seen[name] {
-			t.Errorf("AllTools lacks %s", name)
-		}
+	if want := toolset.Names(); !slices.Equal(names, want) {
+		t.Errorf("AllTools lists %v;\nthe contract's tool table has, in order, %v", names, want)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -84,7 +85,7 @@ func UploadFile(deps *Deps) Tool {
 		opt("form_field", enum("With transfer \"url\": the multipart/form-data field that holds the bytes; envd 0.5.7 and later also take the bytes alone as application/octet-stream.", uploadFormField)),
 	), []string{"size", "sha256"}, []string{"url", "expires_at", "method", "form_field"})
 	def := &mcp.Tool{
-		Name: "upload_file",
+		Name: toolset.UploadFile,
 		Description: "Write binary data, given in standard base64, to a file in a sandbox, creating parent directories " +
 			"and overwriting an existing file. At most " + itoa(deps.Limits.TransferBytes) + " bytes decoded. Returns the " +
 			"size and SHA-256 of the bytes written. With transfer \"url\" nothing is written yet: the result's url takes a " +
@@ -92,7 +93,6 @@ func UploadFile(deps *Deps) Tool {
 			"size cap. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Upload file", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		check:  uploadCheck,
@@ -162,7 +162,7 @@ func DownloadFile(deps *Deps) Tool {
 		req("truncated", &jsonschema.Schema{Type: "boolean", Description: "True when the file holds more than max_bytes bytes (inline; always false with url)."}),
 	), []string{"sha256", "data_base64"}, []string{"url", "expires_at"})
 	def := &mcp.Tool{
-		Name: "download_file",
+		Name: toolset.DownloadFile,
 		Description: "Read a file's bytes from a sandbox, returned in standard base64 with their size and SHA-256. At most " +
 			"max_bytes bytes are returned (default and maximum " + itoa(deps.Limits.TransferBytes) + "); truncated tells " +
 			"whether the file holds more. With transfer \"url\" the bytes are not read: the result's url serves the whole " +
@@ -170,7 +170,6 @@ func DownloadFile(deps *Deps) Tool {
 			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
-		Annotations:  &mcp.ToolAnnotations{Title: "Download file", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, dataPlane{
 		check: func(_ *session, a args) error {

@@ -12,6 +12,7 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"github.com/sandboxkit/sandboxkit/conformance"
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 )
 
 // conformFlags are the conform command's flags.
@@ -37,6 +38,7 @@ type conformFlags struct {
 	procs       int
 	claimDir    string
 	detailsFile string
+	runFolder   string // where outputs without a path go (resolveOutputs)
 
 	run conformance.RunOptions
 }
@@ -59,7 +61,9 @@ Targets:
 
 A server in another process reaches the fake through its environment: the kit
 serves the fake on loopback (--fake-addr) and sets E2B_API_URL, E2B_API_KEY,
-E2B_DOMAIN and E2B_SANDBOX_URL for the commands it starts. For a server that
+E2B_DOMAIN and E2B_SANDBOX_URL for the commands it starts. Do not start the
+reference server with "serve --fake": it then talks to its own embedded fake,
+ignores the kit's, and most specs fail (conform warns). For a server that
 is already running, start it with those variables pointing at a fixed
 --fake-addr and --fake-api-key.
 
@@ -86,9 +90,10 @@ specs share is printed once, with the specs), why specs were skipped, and how
 the stdio server's processes ended (exited on EOF, needed SIGTERM, killed).
 The console holds only that report; Ginkgo's full output (each failed spec's
 block, with its transcript and the server's log) goes to a details file the
-last line names (--details-file; by default next to --json-report or
---junit-report, else in the temporary directory), or with --verbose to the
-console. The JUnit and JSON reports are unchanged. A process of a parallel
+last line names (--details-file; by default details.log in the run folder,
+$XDG_CACHE_HOME/sandboxkit/runs/RUN-ID, or the platform's user cache
+directory), or with --verbose to the console. --junit-report without a path
+writes junit.xml there too; the run keeps the last 20 run folders. The JUnit and JSON reports are unchanged. A process of a parallel
 run that ends other than with status 0 is a run error naming it.
 Against the fake every spec ends with a leak check that needs no tool names:
 a sandbox the spec's sessions created that still runs after they closed and
@@ -135,14 +140,14 @@ Examples:
   sandboxkit conform --server-cmd "python -m my_server" --require-all
   sandboxkit conform --server-cmd "sandboxkit serve --provider-timeout 2s --file-timeout 2s" --provider-deadline 2s
   sandboxkit conform --server-cmd "./srv --http 127.0.0.1:9000" --server-url http://127.0.0.1:9000/mcp
-  sandboxkit conform --label-filter 'bounds || leakage' --junit-report junit.xml
+  sandboxkit conform --label-filter 'bounds || leakage' --junit-report
   sandboxkit conform --server-cmd "node srv.js" --tool-map map.json --profile explicit-ids --expected-failures baseline.yaml
   sandboxkit conform --list
-  E2B_API_KEY=e2b_... sandboxkit conform --cloud --evidence-dir evidence/records/e2b/2026-12-02
+  E2B_API_KEY=e2b_... sandboxkit conform --cloud --evidence-dir evidence/records/e2b/$(date -u +%F)
 
 The exit status is 0 when every selected spec passed and nothing was found
 (with --expected-failures: when exactly the expected ones failed), 1 otherwise.`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, args []string) error { return f.reportArgs(args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.list {
 				return printCatalog(cmd)
@@ -150,6 +155,16 @@ The exit status is 0 when every selected spec passed and nothing was found
 			cfg, err := f.config()
 			if err != nil {
 				return err
+			}
+			if f.claimDir == "" {
+				warnServerCmd(cmd.ErrOrStderr(), cfg.ServerCommand, f.cloud)
+				if cfg.RunID == "" {
+					cfg.RunID = cloudstate.NewRunID()
+				}
+				if err := f.resolveOutputs(cfg.RunID); err != nil {
+					return err
+				}
+				defer f.noteReports(cmd.OutOrStdout())
 			}
 			f.run.Summary = cmd.OutOrStdout()
 			if f.claimDir != "" {
@@ -200,17 +215,54 @@ The exit status is 0 when every selected spec passed and nothing was found
 	fl.StringVar(&f.run.LabelFilter, "label-filter", "", "Ginkgo label query over families, rule IDs and spec IDs, e.g. 'bounds && !LIST-3'")
 	fl.StringArrayVar(&f.run.Focus, "focus", nil, "run only specs whose text matches this regular expression (repeatable)")
 	fl.StringArrayVar(&f.run.Skip, "skip", nil, "skip specs whose text matches this regular expression (repeatable)")
-	fl.StringVar(&f.run.JUnitReport, "junit-report", "", "write a JUnit XML report to this path")
+	fl.StringVar(&f.run.JUnitReport, "junit-report", "", "write a JUnit XML report to this path (alone: junit.xml in the run folder)")
+	fl.Lookup("junit-report").NoOptDefVal = junitInRunFolder
 	fl.StringVar(&f.run.JSONReport, "json-report", "", "write a Ginkgo JSON report to this path")
 	fl.BoolVarP(&f.run.Verbose, "verbose", "v", false, "print every spec as it runs, and Ginkgo's full output of each failed spec on the console")
-	fl.StringVar(&f.detailsFile, "details-file", "", "write Ginkgo's full output (each failed spec with its transcript and the server's log) to this file (default: sandboxkit-details.log next to --json-report or --junit-report, else a new file in the temporary directory)")
+	fl.StringVar(&f.detailsFile, "details-file", "", "write Ginkgo's full output (each failed spec with its transcript and the server's log) to this file (default: details.log in the run folder, under the user's cache directory)")
 	fl.BoolVar(&f.run.FailFast, "fail-fast", false, "stop at the first failure")
 	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
 	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
 	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server and stdio commands, 1 otherwise)", defaultProcs))
 	fl.StringVar(&f.claimDir, "claim-dir", "", "internal: run as one process of a parallel run, claiming specs in this directory")
 	_ = fl.MarkHidden("claim-dir")
+	cmd.SetHelpFunc(flagsFirstHelp)
 	return cmd
+}
+
+// flagsFirstHelp prints a command's usage and flags before its long
+// description, so that conform --help opens with what can be typed.
+func flagsFirstHelp(cmd *cobra.Command, _ []string) {
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "%s\n\n%s", cmd.Short, cmd.UsageString())
+	fmt.Fprintf(out, "\nDetails:\n\n%s\n", cmd.Long)
+}
+
+// warnServerCmd warns when a server command starts the reference server
+// on its own embedded fake ("serve --fake"): such a server never talks to
+// the kit's fake provider, so every spec that reads the fake's journal,
+// injects a fault or checks the platform fails (86 of 148 in a run at
+// the time of writing), which reads as a broken server rather than a wrong command.
+func warnServerCmd(w io.Writer, command []string, cloud bool) {
+	for _, arg := range command {
+		if arg == "--fake" || strings.HasPrefix(arg, "--fake=") {
+			what := "the kit's fake provider"
+			if cloud {
+				what = "the real provider"
+			}
+			fmt.Fprintf(w, "WARNING: --server-cmd contains %s: the server then uses its own embedded fake and ignores %s\n"+
+				"(the E2B_* variables the kit sets), so most specs fail for that reason alone; drop %s from the command.\n", arg, what, arg)
+			return
+		}
+	}
+}
+
+// noteReports names, at the end of a run, the JUnit report when conform
+// chose its path (--junit-report without one).
+func (f *conformFlags) noteReports(w io.Writer) {
+	if f.run.JUnitReport != "" {
+		fmt.Fprintf(w, "JUnit report: %s\n", f.run.JUnitReport)
+	}
 }
 
 // processes is how many processes the run uses: --procs, or by default

@@ -5,31 +5,31 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 )
 
 // detailsNote heads the console's last line, the details file's path.
 const detailsNote = "details of every spec (Ginkgo's output: failures in full, with transcripts and server logs)"
 
-// detailsName is the details file's name next to a report.
-const detailsName = "sandboxkit-details.log"
+// detailsName is the details file's name in the run folder.
+const detailsName = "details.log"
 
 // openDetails creates the file that receives Ginkgo's full output of a
-// run: --details-file, else sandboxkit-details.log in the directory of the
-// JSON or JUnit report, else a new file in the temporary directory.
+// run: --details-file, else details.log in the run folder
+// (resolveOutputs).
 func openDetails(f *conformFlags) (*os.File, error) {
-	path := f.detailsFile
-	for _, report := range []string{f.run.JSONReport, f.run.JUnitReport} {
-		if path == "" && report != "" {
-			path = filepath.Join(filepath.Dir(report), detailsName)
+	if f.detailsFile == "" {
+		if err := f.resolveOutputs(cloudstate.NewRunID()); err != nil {
+			return nil, err
 		}
 	}
-	var file *os.File
-	var err error
-	if path == "" {
-		file, err = os.CreateTemp("", "sandboxkit-details-*.log")
-	} else {
-		file, err = os.Create(path)
+	if f.runFolder != "" && filepath.Dir(f.detailsFile) == f.runFolder {
+		if err := makeRunFolder(f.runFolder); err != nil {
+			return nil, err
+		}
 	}
+	file, err := os.Create(f.detailsFile)
 	if err != nil {
 		return nil, fmt.Errorf("details file: %w", err)
 	}

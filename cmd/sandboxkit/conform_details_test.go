@@ -27,11 +27,13 @@ func TestConformConsoleIsShort(t *testing.T) {
 		t.Fatal(err)
 	}
 	details := regexp.MustCompile(`(?m)^details of every spec .*: (\S+)$`)
+	cache := filepath.Join(dir, "cache")
+	env := append(os.Environ(), "XDG_CACHE_HOME="+cache)
 	for _, procs := range []string{"1", "2"} {
 		var out bytes.Buffer
 		c := exec.Command(bin, "conform", "--procs", procs, "--require-all", "--tool-map", toolMap,
 			"--label-filter", "exec.run-command-streams || bounds.create-sandbox")
-		c.Stdout, c.Stderr = &out, &out
+		c.Stdout, c.Stderr, c.Env = &out, &out, env
 		if err := c.Run(); err == nil {
 			t.Fatalf("--procs %s: a failed spec must fail the run\n%s", procs, out.String())
 		}
@@ -46,11 +48,13 @@ func TestConformConsoleIsShort(t *testing.T) {
 		if m == nil {
 			t.Fatalf("--procs %s: the console does not name the details file\n%s", procs, console)
 		}
+		if !strings.HasPrefix(m[1], filepath.Join(cache, "sandboxkit", "runs")+string(filepath.Separator)) {
+			t.Errorf("--procs %s: details file %s is not in a run folder of the user's cache %s", procs, m[1], cache)
+		}
 		data, err := os.ReadFile(m[1])
 		if err != nil {
 			t.Fatal(err)
 		}
-		_ = os.Remove(m[1])
 		if !strings.Contains(string(data), "[FAILED]") || !strings.Contains(string(data), "exec.run-command-streams") {
 			t.Errorf("--procs %s: the details file lacks Ginkgo's block of the failed spec\n%s", procs, data)
 		}
@@ -58,7 +62,7 @@ func TestConformConsoleIsShort(t *testing.T) {
 	var out bytes.Buffer
 	c := exec.Command(bin, "conform", "--procs", "1", "--verbose", "--require-all", "--tool-map", toolMap,
 		"--label-filter", "exec.run-command-streams")
-	c.Stdout, c.Stderr = &out, &out
+	c.Stdout, c.Stderr, c.Env = &out, &out, env
 	_ = c.Run()
 	if !strings.Contains(out.String(), "[FAILED]") {
 		t.Errorf("--verbose must keep Ginkgo's output on the console\n%s", out.String())

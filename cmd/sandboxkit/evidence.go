@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -89,14 +91,19 @@ func newEvidenceRenderCommand() *cobra.Command {
 		Long: `render writes one HTML page for an evidence bundle: its verification status,
 the results table, each spec's MCP transcript, the provenance and the server
 log. The page loads nothing from elsewhere; open it in a browser. It is
-written beside the bundle (DIR.html) unless --output says otherwise, never
-inside it (that would break SHA256SUMS).`,
+written where --output says, never inside the bundle (that would break
+SHA256SUMS); by default to evidence.html in the run's folder under the user's
+cache directory ($XDG_CACHE_HOME/sandboxkit/runs/RUN-ID), so that rendering a
+committed record writes nothing into the repository. The path is printed.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := filepath.Clean(args[0])
 			dest := out
 			if dest == "" {
-				dest = dir + ".html"
+				var err error
+				if dest, err = defaultPagePath(dir); err != nil {
+					return err
+				}
 			}
 			if abs, err := filepath.Abs(dest); err == nil {
 				if absDir, err := filepath.Abs(dir); err == nil && filepath.Dir(abs) == absDir {
@@ -110,6 +117,29 @@ inside it (that would break SHA256SUMS).`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "output", "o", "", "path of the HTML page (default DIR.html)")
+	cmd.Flags().StringVarP(&out, "output", "o", "", "path of the HTML page (default: evidence.html in the run's folder under the user's cache directory)")
 	return cmd
+}
+
+// defaultPagePath is where render writes a bundle's page without
+// --output: evidence.html in the folder of the bundle's run (runsDir), the
+// folder conform uses for the run's other outputs.
+func defaultPagePath(dir string) (string, error) {
+	b, err := evidence.Read(dir)
+	if err != nil {
+		return "", err
+	}
+	runID := b.Manifest.RunID
+	if !cloudstate.ValidRunID(runID) {
+		return "", fmt.Errorf("%s: manifest run ID %q cannot name a folder: give --output", dir, runID)
+	}
+	root, err := runsDir()
+	if err != nil {
+		return "", err
+	}
+	folder := filepath.Join(root, runID)
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		return "", fmt.Errorf("render: %w", err)
+	}
+	return filepath.Join(folder, "evidence.html"), nil
 }

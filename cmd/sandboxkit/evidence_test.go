@@ -88,13 +88,25 @@ func TestEvidenceVerifyAndRender(t *testing.T) {
 		t.Errorf("verify a tampered bundle: %v\n%s", err, out)
 	}
 
+	// Without --output the page goes to the run's folder in the user's
+	// cache, never beside the bundle (a committed record's folder).
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
 	out, err = run(t, "evidence", "render", loop)
 	if err != nil {
 		t.Fatal(err)
 	}
-	page, err := os.ReadFile(loop + ".html")
-	if err != nil || !strings.Contains(string(page), "<table>") || strings.TrimSpace(out) != loop+".html" {
-		t.Errorf("render wrote %q (%v); output %q", loop+".html", err, out)
+	want := filepath.Join(cache, "sandboxkit", "runs", "cli-test", "evidence.html")
+	page, err := os.ReadFile(want)
+	if err != nil || !strings.Contains(string(page), "<table>") || strings.TrimSpace(out) != want {
+		t.Errorf("render wrote %q (%v); output %q", want, err, out)
+	}
+	if _, err := os.Stat(loop + ".html"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("render wrote beside the bundle: %v", err)
+	}
+	given := filepath.Join(t.TempDir(), "page.html")
+	if out, err := run(t, "evidence", "render", loop, "-o", given); err != nil || strings.TrimSpace(out) != given {
+		t.Errorf("render -o %s: %v, output %q", given, err, out)
 	}
 	if _, err := run(t, "evidence", "render", loop, "-o", filepath.Join(loop, "page.html")); err == nil {
 		t.Error("render into the bundle must be refused")

@@ -46,7 +46,7 @@ type serveConfig struct {
 	evictIdle       time.Duration
 	perSession      int
 
-	// Ownership (issue 17): the instance ID sandboxes are tagged with, and
+	// Ownership (docs/deploy.md): the instance ID sandboxes are tagged with, and
 	// whether a start sweeps what an earlier life of it left.
 	instance     string
 	sweepAtStart bool
@@ -63,11 +63,7 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the reference MCP server (stdio, or Streamable HTTP with --http)",
-		Long: `serve runs sandboxkit's reference MCP server: the fifteen sandbox tools of the
-tool contract (create_sandbox, kill_sandbox, run_code, run_command, read_file,
-write_file, list_files, list_sandboxes, get_sandbox, set_sandbox_timeout,
-start_background_command, get_background_command, kill_background_command,
-upload_file, download_file) on E2B or an E2B-compatible provider.
+		Long: serveToolsParagraph() + `
 
 Transports. Without --http it speaks MCP over stdin and stdout (one session,
 ending at end of input). With --http ADDR it serves Streamable HTTP at
@@ -191,7 +187,7 @@ Examples:
 	f.DurationVar(&cfg.readTimeout, "read-timeout", server.DefaultReadTimeout, "longest an HTTP client may take to send a request's headers, and its body (0: no bound)")
 	f.DurationVar(&cfg.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "longest an HTTP client may take to accept each piece of a response (0: no bound)")
 
-	// Ownership flags (issue 17).
+	// Ownership flags (docs/deploy.md, "Ownership that survives the owner").
 	f.StringVar(&cfg.instance, "instance", "", "stable ID of this server instance, written into every sandbox's metadata (default $"+serveInstanceEnv+"; unset: a random one)")
 	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left")
 	f.DurationVar(&cfg.ownerLease, "owner-lease", 0, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")

@@ -105,7 +105,7 @@ Examples:
 	fl.BoolVar(&opts.Force, "force", false, "sweep even though the run's process still seems to be running")
 	fl.BoolVar(&list, "list", false, "list the recorded runs and how many of their sandboxes may still exist")
 
-	// Orphans of a dead server instance (issue 17).
+	// Orphans of a dead server instance (docs/deploy.md, "Ownership that survives the owner").
 	fl.BoolVar(&orphans.enabled, "orphans", false, "destroy the sandboxes a dead server instance owned (selected by their sandboxkit_instance metadata)")
 	fl.StringVar(&orphans.instance, "instance", "", "with --orphans: the dead server instance's ID (default $"+serveInstanceEnv+")")
 	fl.BoolVar(&orphans.dryRun, "dry-run", false, "with --orphans: list what would be destroyed, destroy nothing")

@@ -1,6 +1,6 @@
 // The official MCP TypeScript client (@modelcontextprotocol/sdk 1.32.2, the
 // client inside most MCP hosts) against `sandboxkit serve --fake`, over stdio
-// and over Streamable HTTP: it lists the fifteen tools and calls every one of
+// and over Streamable HTTP: it lists the contract's tools and calls every one of
 // them in success and error paths, and every call must come back to the
 // caller as a result, never as a thrown error.
 //
@@ -16,15 +16,13 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { connectHTTP, connectStdio, loopbackURL, startHTTPServer } from '../lib/mcp.mjs';
 
-// The contract's fifteen tools (conformance/contract/tools.md, TOOLS-1).
-const TOOLS = [
-  'create_sandbox', 'kill_sandbox', 'run_code', 'run_command', 'read_file', 'write_file', 'list_files',
-  'list_sandboxes', 'get_sandbox', 'set_sandbox_timeout',
-  'start_background_command', 'get_background_command', 'kill_background_command',
-  'upload_file', 'download_file',
-];
+// The contract's tools (TOOLS-1): compat/tools.json, generated from the tool
+// table of conformance/contract/tools.md by go generate ./internal/toolset.
+const CONTRACT_TOOLS = JSON.parse(readFileSync(new URL('../tools.json', import.meta.url), 'utf8'));
+const TOOLS = CONTRACT_TOOLS.map((t) => t.name);
 
 // The fixed error categories (ERR-2).
 const CATEGORIES = ['invalid_argument', 'not_found', 'unauthenticated', 'permission_denied', 'conflict',
@@ -155,13 +153,18 @@ async function exerciseEveryTool(client) {
   assert.deepEqual([...called].sort(), [...TOOLS].sort(), 'every tool was called');
 }
 
-/** tools/list through the official client: the fifteen tools, each with an outputSchema. */
+/** tools/list through the official client: the contract's tools, each with an outputSchema and its annotations. */
 async function listsTheTools(client) {
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), [...TOOLS].sort());
   for (const t of tools) {
     assert.equal(t.inputSchema.type, 'object', `${t.name}: inputSchema`);
     assert.equal(typeof t.outputSchema, 'object', `${t.name}: outputSchema`);
+    const want = CONTRACT_TOOLS.find((c) => c.name === t.name);
+    assert.deepEqual(
+      [t.annotations?.readOnlyHint, t.annotations?.destructiveHint, t.annotations?.idempotentHint, t.annotations?.openWorldHint],
+      [want.readOnly, want.destructive, want.idempotent, want.openWorld],
+      `${t.name}: annotations as the contract's tool table gives them`);
   }
 }
 
@@ -170,7 +173,7 @@ describe('official MCP client over stdio', () => {
   before(async () => { conn = await connectStdio(); });
   after(async () => { await conn?.close(); });
 
-  test('lists the fifteen tools', async () => { await listsTheTools(conn.client); });
+  test('lists the contract\'s tools', async () => { await listsTheTools(conn.client); });
   test('calls every tool in success and error paths without a thrown error', async () => {
     await exerciseEveryTool(conn.client);
   });
@@ -188,7 +191,7 @@ describe('official MCP client over Streamable HTTP', () => {
     await server?.stop();
   });
 
-  test('lists the fifteen tools', async () => { await listsTheTools(conn.client); });
+  test('lists the contract\'s tools', async () => { await listsTheTools(conn.client); });
   test('calls every tool in success and error paths without a thrown error', async () => {
     await exerciseEveryTool(conn.client);
   });

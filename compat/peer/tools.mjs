@@ -1,12 +1,26 @@
-// The fifteen contract tools of the TypeScript peer (see server.mjs), each a
+// The contract tools of the TypeScript peer (see server.mjs), each a
 // McpServer.registerTool with zod input and output schemas over the e2b JS
 // SDK. Shapes follow conformance/contract/tools.md; where the e2b JS SDK has
 // no equivalent (regions, disk size, SIGTERM for a background command), the
 // peer says null or does what the SDK does, as a user's server would.
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Sandbox, CommandExitError, SandboxNotFoundError, NotFoundError, TimeoutError,
   AuthenticationError, RateLimitError, InvalidArgumentError } from 'e2b';
 import { z } from 'zod';
+
+// The contract's tools and their annotations: compat/tools.json, generated
+// from the tool table of conformance/contract/tools.md (TOOLS-1).
+const CONTRACT_TOOLS = JSON.parse(readFileSync(new URL('../tools.json', import.meta.url), 'utf8'));
+
+/** server.registerTool with the annotations the contract's table gives the tool. */
+function register(server, name, config, handler) {
+  const tool = CONTRACT_TOOLS.find((t) => t.name === name);
+  if (!tool) throw new Error(`peer: ${name} is not in the contract's tool table (compat/tools.json)`);
+  const annotations = { readOnlyHint: tool.readOnly, destructiveHint: tool.destructive,
+    idempotentHint: tool.idempotent, openWorldHint: tool.openWorld };
+  return server.registerTool(name, { ...config, annotations }, handler);
+}
 
 const OUTPUT_CAP = 65536;
 const MAX_FILE = 16 * 1024 * 1024;
@@ -88,7 +102,7 @@ function cap(s) {
 }
 
 function registerLifecycle(server, st) {
-  server.registerTool('create_sandbox', {
+  register(server, 'create_sandbox', {
     title: 'Create sandbox', description: 'Create a sandbox; it becomes this session\'s default and is destroyed when the session closes.',
     inputSchema: z.object({
       template: z.string().min(1).max(128).optional(), timeout: z.number().int().min(1).max(86400).optional(),
@@ -96,7 +110,7 @@ function registerLifecycle(server, st) {
       cpu: z.number().int().min(1).max(256).optional(), memory: z.number().int().min(1).max(1048576).optional(),
       provider: z.string().min(1).max(32).optional(),
     }).strict(),
-    outputSchema: meta, annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+    outputSchema: meta,
   }, guarded(async (a) => {
     if (a.cpu !== undefined || a.memory !== undefined || a.region !== undefined || (a.provider !== undefined && a.provider !== 'e2b')) {
       throw new ToolError('invalid_argument', { field: a.cpu !== undefined ? 'cpu' : a.memory !== undefined ? 'memory' : a.region !== undefined ? 'region' : 'provider', recovery: 'The e2b JS SDK fixes these per template.' });
@@ -107,11 +121,10 @@ function registerLifecycle(server, st) {
     return metadata(await sbx.getInfo());
   }));
 
-  server.registerTool('kill_sandbox', {
+  register(server, 'kill_sandbox', {
     title: 'Kill sandbox', description: 'Kill a sandbox (default: this session\'s default sandbox).',
     inputSchema: z.object({ sandbox_id: idArg.optional() }).strict(),
     outputSchema: z.object({ success: z.literal(true), sandbox_id: z.string() }).strict(),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
   }, guarded(async (a) => {
     const id = a.sandbox_id ?? st.default?.sandboxId ?? noDefault();
     const found = await Sandbox.kill(id); // false on 404 (e2b dist/index.mjs Sandbox.kill)
@@ -121,17 +134,17 @@ function registerLifecycle(server, st) {
     return { success: true, sandbox_id: id };
   }));
 
-  server.registerTool('get_sandbox', {
+  register(server, 'get_sandbox', {
     title: 'Get sandbox', description: 'Read a sandbox\'s metadata (default: this session\'s default sandbox).',
     inputSchema: z.object({ sandbox_id: idArg.optional() }).strict(),
-    outputSchema: meta, annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
+    outputSchema: meta,
   }, guarded(async (a) => {
     const id = a.sandbox_id ?? st.default?.sandboxId ?? noDefault();
     const owned = st.owned.get(id);
     return metadata(owned ? await owned.getInfo() : await Sandbox.getInfo(id));
   }));
 
-  server.registerTool('list_sandboxes', {
+  register(server, 'list_sandboxes', {
     title: 'List sandboxes', description: 'List the account\'s sandboxes, by offset.',
     inputSchema: z.object({
       status: z.enum(['running', 'paused']).optional(), limit: z.number().int().min(1).max(100).optional(),
@@ -139,7 +152,6 @@ function registerLifecycle(server, st) {
       region: z.string().min(1).max(64).optional(),
     }).strict(),
     outputSchema: z.object({ sandboxes: z.array(meta), limit: z.number().int(), offset: z.number().int() }).strict(),
-    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   }, guarded(async (a) => {
     const limit = a.limit ?? 100, offset = a.offset ?? 0;
     const pages = Sandbox.list({ query: a.status ? { state: [a.status] } : undefined, limit: 100 });
@@ -148,11 +160,10 @@ function registerLifecycle(server, st) {
     return { sandboxes: all.slice(offset, offset + limit).map(metadata), limit, offset };
   }));
 
-  server.registerTool('set_sandbox_timeout', {
+  register(server, 'set_sandbox_timeout', {
     title: 'Set sandbox timeout', description: 'Set a sandbox\'s remaining lifetime in seconds, counted from now.',
     inputSchema: z.object({ timeout: z.number().int().min(1).max(86400), sandbox_id: idArg.optional() }).strict(),
     outputSchema: z.object({ success: z.literal(true), sandbox_id: z.string(), timeout: z.number().int() }).strict(),
-    annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   }, guarded(async (a) => {
     const id = a.sandbox_id ?? st.default?.sandboxId ?? noDefault();
     const owned = st.owned.get(id);
@@ -210,24 +221,23 @@ async function runShell(sbx, command, opts) {
 }
 
 function registerExec(server, st) {
-  const annotations = { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true };
-  server.registerTool('run_command', {
+  register(server, 'run_command', {
     title: 'Run command', description: 'Run a shell command in the sandbox and return its output and exit code.',
     inputSchema: z.object({
       command: z.string().min(1).max(32000), cwd: pathArg.optional(), envs: envsArg.optional(),
       timeout: z.number().int().min(1).max(3600).optional(), sandbox_id: idArg.optional(),
     }).strict(),
-    outputSchema: execOut, annotations,
+    outputSchema: execOut,
   }, guarded((a) => onSandbox(st, a.sandbox_id, (sbx) =>
     runShell(sbx, a.command, { cwd: a.cwd, envs: a.envs, timeoutMs: (a.timeout ?? 60) * 1000 }))));
 
-  server.registerTool('run_code', {
+  register(server, 'run_code', {
     title: 'Run code', description: 'Run a Python, JavaScript or Bash program in the sandbox.',
     inputSchema: z.object({
       code: z.string().min(1).max(1048576), language: z.enum(['python', 'javascript', 'bash']).optional(),
       timeout: z.number().int().min(1).max(3600).optional(), sandbox_id: idArg.optional(),
     }).strict(),
-    outputSchema: execOut, annotations,
+    outputSchema: execOut,
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const [prog, ext] = { python: ['python3', 'py'], javascript: ['node', 'js'], bash: ['bash', 'sh'] }[a.language ?? 'python'];
     const file = `/tmp/run-${randomBytes(8).toString('hex')}.${ext}`;
@@ -237,21 +247,19 @@ function registerExec(server, st) {
 }
 
 function registerFiles(server, st) {
-  const rw = { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true };
-  const ro = { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true };
-  server.registerTool('write_file', {
+  register(server, 'write_file', {
     title: 'Write file', description: 'Write UTF-8 text to a file, creating parent directories.',
     inputSchema: z.object({ path: pathArg, content: z.string().max(MAX_FILE), sandbox_id: idArg.optional() }).strict(),
-    outputSchema: z.object({ path: z.string(), bytes_written: z.number().int() }).strict(), annotations: rw,
+    outputSchema: z.object({ path: z.string(), bytes_written: z.number().int() }).strict(),
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     await sbx.files.write(a.path, a.content);
     return { path: a.path, bytes_written: Buffer.byteLength(a.content) };
   })));
 
-  server.registerTool('read_file', {
+  register(server, 'read_file', {
     title: 'Read file', description: 'Read a UTF-8 text file of at most 1 MiB; use download_file for others.',
     inputSchema: z.object({ path: pathArg, sandbox_id: idArg.optional() }).strict(),
-    outputSchema: z.object({ path: z.string(), content: z.string() }).strict(), annotations: ro,
+    outputSchema: z.object({ path: z.string(), content: z.string() }).strict(),
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const b = Buffer.from(await sbx.files.read(a.path, { format: 'bytes' }));
     let content;
@@ -264,25 +272,25 @@ function registerFiles(server, st) {
     return { path: a.path, content };
   })));
 
-  server.registerTool('list_files', {
+  register(server, 'list_files', {
     title: 'List files', description: 'List a directory, to a depth of 1 to 10.',
     inputSchema: z.object({ path: pathArg, depth: z.number().int().min(1).max(10).optional(), sandbox_id: idArg.optional() }).strict(),
     outputSchema: z.object({
       entries: z.array(z.object({ name: z.string(), path: z.string(), type: z.enum(['file', 'directory', 'symlink']), size: z.number().int() }).strict()),
       truncated: z.boolean(),
-    }).strict(), annotations: ro,
+    }).strict(),
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const list = await sbx.files.list(a.path, { depth: a.depth ?? 1 });
     const entries = list.map((e) => ({ name: e.name, path: e.path, type: e.symlinkTarget ? 'symlink' : e.type === 'dir' ? 'directory' : e.type, size: e.size }));
     return { entries, truncated: false };
   })));
 
-  server.registerTool('upload_file', {
+  register(server, 'upload_file', {
     title: 'Upload file', description: 'Write bytes given in standard base64 to a file (at most 16 MiB decoded).',
     inputSchema: z.object({
       path: pathArg, data_base64: z.string().max(22369624).regex(/^[A-Za-z0-9+/]*={0,2}$/), sandbox_id: idArg.optional(),
     }).strict(),
-    outputSchema: z.object({ path: z.string(), size: z.number().int(), sha256: z.string() }).strict(), annotations: rw,
+    outputSchema: z.object({ path: z.string(), size: z.number().int(), sha256: z.string() }).strict(),
   }, guarded(async (a) => {
     const bytes = Buffer.from(a.data_base64, 'base64');
     if (a.data_base64.length % 4 !== 0 || bytes.toString('base64') !== a.data_base64) {
@@ -295,11 +303,10 @@ function registerFiles(server, st) {
     });
   }));
 
-  server.registerTool('download_file', {
+  register(server, 'download_file', {
     title: 'Download file', description: 'Read a file\'s bytes as standard base64 (at most max_bytes, 16 MiB).',
     inputSchema: z.object({ path: pathArg, max_bytes: z.number().int().min(1).max(MAX_FILE).optional(), sandbox_id: idArg.optional() }).strict(),
     outputSchema: z.object({ path: z.string(), size: z.number().int(), sha256: z.string(), data_base64: z.string(), truncated: z.boolean() }).strict(),
-    annotations: ro,
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const all = Buffer.from(await sbx.files.read(a.path, { format: 'bytes' }));
     const max = a.max_bytes ?? MAX_FILE;
@@ -309,11 +316,10 @@ function registerFiles(server, st) {
 }
 
 function registerBackground(server, st) {
-  server.registerTool('start_background_command', {
+  register(server, 'start_background_command', {
     title: 'Start background command', description: 'Start a shell command and return at once; read it with get_background_command.',
     inputSchema: z.object({ command: z.string().min(1).max(32000), cwd: pathArg.optional(), envs: envsArg.optional(), sandbox_id: idArg.optional() }).strict(),
     outputSchema: z.object({ command_id: z.string(), sandbox_id: z.string() }).strict(),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: false, openWorldHint: true },
   }, guarded((a) => onSandbox(st, a.sandbox_id, async (sbx) => {
     const handle = await sbx.commands.run(a.command, { background: true, cwd: a.cwd, envs: a.envs, timeoutMs: 0 });
     const cmd = { handle, done: false, sandboxId: st.owned.has(sbx.sandboxId) ? sbx.sandboxId : undefined };
@@ -324,7 +330,7 @@ function registerBackground(server, st) {
   })));
 
   const unknown = () => new ToolError('not_found', { code: 'unknown_command', field: 'command_id', recovery: 'Use a command_id from start_background_command in this session.' });
-  server.registerTool('get_background_command', {
+  register(server, 'get_background_command', {
     title: 'Get background command', description: 'Read a background command\'s state and output from a cursor.',
     inputSchema: z.object({
       command_id: z.string().regex(/^bg-[0-9a-f]{16}$/), cursor: z.string().regex(/^[0-9]{1,18}\.[0-9]{1,18}$/).optional(),
@@ -334,7 +340,6 @@ function registerBackground(server, st) {
       running: z.boolean(), exit_code: z.number().int().nullable(), stdout: z.string(), stderr: z.string(),
       next_cursor: z.string(), truncated: z.boolean(),
     }).strict(),
-    annotations: { readOnlyHint: true, destructiveHint: false, idempotentHint: true, openWorldHint: true },
   }, guarded(async (a) => {
     const cmd = st.bg.get(a.command_id);
     if (!cmd) throw unknown();
@@ -351,11 +356,10 @@ function registerBackground(server, st) {
     };
   }));
 
-  server.registerTool('kill_background_command', {
+  register(server, 'kill_background_command', {
     title: 'Kill background command', description: 'Kill a background command (the e2b JS SDK sends SIGKILL).',
     inputSchema: z.object({ command_id: z.string().regex(/^bg-[0-9a-f]{16}$/), signal: z.enum(['SIGTERM', 'SIGKILL']).optional() }).strict(),
     outputSchema: z.object({ success: z.literal(true) }).strict(),
-    annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
   }, guarded(async (a) => {
     const cmd = st.bg.get(a.command_id);
     if (!cmd) throw unknown();
@@ -366,7 +370,7 @@ function registerBackground(server, st) {
   }));
 }
 
-/** Registers the fifteen tools on server over the session state st. */
+/** Registers the contract's tools on server over the session state st. */
 export function registerTools(server, st) {
   registerLifecycle(server, st);
   registerExec(server, st);
