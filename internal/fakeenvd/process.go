@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,9 @@ type process struct {
 	killed   chan struct{}
 	killOnce sync.Once
 	done     chan struct{}
+	// timedOut is set before the kill of a process whose Connect-Timeout-Ms
+	// expired, so that its Start stream ends with deadline_exceeded.
+	timedOut atomic.Bool
 
 	stdinR  *os.File
 	stdinMu sync.Mutex
@@ -222,7 +226,10 @@ func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec st
 func (t *procTable) run(p *process, spec startSpec) {
 	defer close(p.done)
 	if spec.timeout > 0 {
-		timer := time.AfterFunc(spec.timeout, func() { p.signal(syscall.SIGKILL) })
+		timer := time.AfterFunc(spec.timeout, func() {
+			p.timedOut.Store(true)
+			p.signal(syscall.SIGKILL)
+		})
 		defer timer.Stop()
 	}
 	stdout, stderr := streamWriter{p.out, kindStdout}, streamWriter{p.out, kindStderr}

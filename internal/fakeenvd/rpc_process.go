@@ -107,7 +107,22 @@ func (d *Daemon) rpcStart(ctx context.Context, req *connect.Request[envdapi.Star
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header()), p.deadlineErr))
+}
+
+// deadlineErr is how a Start stream ends once the process has ended: nil
+// (send the end event), or, when the process was killed because the
+// request's Connect-Timeout-Ms expired, deadline_exceeded. envd returns the
+// request context's error there (infra packages/envd/internal/services/
+// process/start.go: "case <-ctx.Done(): cancel(ctx.Err())"), so the SDKs
+// raise their TimeoutError, never CommandExitError. Deciding it from the
+// process rather than from whichever of the two timers fires first makes
+// the answer the same every time.
+func (p *process) deadlineErr() error {
+	if p.timedOut.Load() {
+		return connect.NewError(connect.CodeDeadlineExceeded, context.DeadlineExceeded)
+	}
+	return nil
 }
 
 func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.ConnectRequest], stream *connect.ServerStream[envdapi.ConnectResponse]) error {
@@ -124,7 +139,7 @@ func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.Co
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header()), nil))
 }
 
 // errGone ends a stream whose sandbox was killed or expired.
@@ -145,8 +160,10 @@ func (d *Daemon) cutIfGone(err error) error {
 // pump forwards a subscription's events to a stream until the end event,
 // sending keepalives when nothing else was sent for a whole interval. The
 // process keeps running when the client goes away. Once gone is closed
-// (the daemon was closed) it sends nothing more and returns errGone.
-func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration) error {
+// (the daemon was closed) it sends nothing more and returns errGone. When
+// endErr (may be nil) returns an error at the end event, the stream ends
+// with that error instead of the event.
+func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration, endErr func() error) error {
 	var tick <-chan time.Time
 	var ticker *time.Ticker
 	if keepalive > 0 {
@@ -172,6 +189,11 @@ func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send fun
 			}
 			if !ok {
 				return connect.NewError(connect.CodeUnavailable, errors.New("process event stream aborted"))
+			}
+			if ev.End != nil && endErr != nil {
+				if err := endErr(); err != nil {
+					return err
+				}
 			}
 			if err := send(ev); err != nil {
 				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending event: %w", err))
