@@ -158,6 +158,9 @@ type Daemon interface {
 type DaemonConfig struct {
 	// SandboxID is the sandbox's ID.
 	SandboxID string
+	// TemplateID is the ID of the template the sandbox was created from
+	// (envd exports it as E2B_TEMPLATE_ID).
+	TemplateID string
 	// AccessToken is the envdAccessToken the daemon must require in
 	// X-Access-Token; "" for a sandbox created on the v1 route without
 	// secure: true (every v2 sandbox has one).

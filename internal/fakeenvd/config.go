@@ -20,8 +20,12 @@ const Hostname = "e2b.local"
 
 // Config describes the sandbox a [Daemon] serves.
 type Config struct {
-	// SandboxID is exported to processes as E2B_SANDBOX_ID.
+	// SandboxID is exported to processes as E2B_SANDBOX_ID and written to
+	// /run/e2b/.E2B_SANDBOX_ID.
 	SandboxID string
+	// TemplateID is exported to processes as E2B_TEMPLATE_ID and written to
+	// /run/e2b/.E2B_TEMPLATE_ID.
+	TemplateID string
 	// AccessToken, when not empty, is required as X-Access-Token on every
 	// request except GET /health (/files also accept a URL signature).
 	AccessToken string
@@ -124,6 +128,9 @@ func populate(m *MemFS, cfg Config, bins map[string]Builtin) error {
 			return fmt.Errorf("fakeenvd: populate %s: %w", a.home, err)
 		}
 	}
+	if err := populateRunDir(m, cfg); err != nil {
+		return err
+	}
 	files := map[string]string{
 		"/etc/hostname":   Hostname + "\n",
 		"/etc/passwd":     passwd.String(),
@@ -145,6 +152,32 @@ func populate(m *MemFS, cfg Config, bins map[string]Builtin) error {
 			continue
 		}
 		if err := writeRootFile(m, path.Join(binDir, name), []byte(stubMagic), 0o755); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runDir is where envd leaves the sandbox's identity for programs that do
+// not read the environment (infra packages/envd/internal/host/mmds.go,
+// E2BRunDir).
+const runDir = "/run/e2b"
+
+// populateRunDir writes /run/e2b/.E2B_SANDBOX (mode 0444, envd's main.go)
+// and, when known, .E2B_SANDBOX_ID and .E2B_TEMPLATE_ID (mode 0666, envd's
+// host/mmds.go PollForMMDSOpts).
+func populateRunDir(m *MemFS, cfg Config) error {
+	if err := m.MkdirAllAs(runDir, 0o755, 0, 0); err != nil {
+		return fmt.Errorf("fakeenvd: populate %s: %w", runDir, err)
+	}
+	if err := writeRootFile(m, path.Join(runDir, ".E2B_SANDBOX"), []byte("true"), 0o444); err != nil {
+		return err
+	}
+	for name, value := range map[string]string{".E2B_SANDBOX_ID": cfg.SandboxID, ".E2B_TEMPLATE_ID": cfg.TemplateID} {
+		if value == "" {
+			continue
+		}
+		if err := writeRootFile(m, path.Join(runDir, name), []byte(value), 0o666); err != nil {
 			return err
 		}
 	}

@@ -80,7 +80,7 @@ func TestNoHostReads(t *testing.T) {
 		{name: "host dir invisible to glob", script: "echo " + wd + "/*.go", stdout: wd + "/*.go\n"},
 		{name: "host file invisible to source", script: "source " + self, stderr: "no such file or directory", code: 1},
 		{name: "no proc or sys", script: "ls /proc; ls /sys", stderr: "cannot access '/sys'", code: 2},
-		{name: "root listing is the base image", script: "ls /", stdout: "bin\ndev\netc\nhome\nlib\nmnt\nopt\nroot\nsbin\ntmp\nusr\nvar\n"},
+		{name: "root listing is the base image", script: "ls /", stdout: "bin\ndev\netc\nhome\nlib\nmnt\nopt\nroot\nrun\nsbin\ntmp\nusr\nvar\n"},
 		{name: "sandbox hostname", script: "cat /etc/hostname", stdout: Hostname + "\n"},
 		{name: "host binaries unreachable", script: "go version; git --version; perl -e 1; /usr/local/go/bin/go version; echo done",
 			stdout: "done\n", stderr: "go: command not found"},

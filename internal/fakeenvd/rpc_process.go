@@ -38,14 +38,27 @@ func keepaliveInterval(h http.Header) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// processEnv is the environment of a new process: PATH, HOME, USER and
-// LOGNAME, then the sandbox's variables, then the request's (later
-// values win).
+// eventsAddress is E2B_EVENTS_ADDRESS: envd sets it to the orchestrator's
+// in-sandbox address once /init names it (infra packages/envd/internal/api/
+// init.go SetupHyperloop), which is 192.0.2.1 unless the cluster changes it
+// (packages/orchestrator/pkg/sandbox/network/pool.go SANDBOX_ORCHESTRATOR_IP).
+const eventsAddress = "http://192.0.2.1"
+
+// processEnv is the environment of a new process as envd builds it (infra
+// packages/envd/internal/services/process/handler/handler.go): PATH, HOME,
+// USER and LOGNAME, then envd's defaults (E2B_SANDBOX from main.go;
+// E2B_SANDBOX_ID and E2B_TEMPLATE_ID from host/mmds.go; E2B_EVENTS_ADDRESS
+// from api/init.go; the sandbox's envVars from /init), then the request's
+// (later values win).
 func (d *Daemon) processEnv(a account, envs map[string]string) []string {
 	env := []string{"PATH=" + defaultPath, "HOME=" + a.home, "USER=" + a.name, "LOGNAME=" + a.name, "E2B_SANDBOX=true"}
 	if d.cfg.SandboxID != "" {
 		env = append(env, "E2B_SANDBOX_ID="+d.cfg.SandboxID)
 	}
+	if d.cfg.TemplateID != "" {
+		env = append(env, "E2B_TEMPLATE_ID="+d.cfg.TemplateID)
+	}
+	env = append(env, "E2B_EVENTS_ADDRESS="+eventsAddress)
 	for _, m := range []map[string]string{d.cfg.EnvVars, envs} {
 		keys := make([]string, 0, len(m))
 		for k := range m {
