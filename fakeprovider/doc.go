@@ -58,7 +58,13 @@
 //     supported by the sandboxkit fake provider" in E2B's error shape, never
 //     404: e2b@2.51.0 turns a 404 on them into SandboxNotFoundError (or, for
 //     deleteSnapshot, false), which would report a live sandbox as gone.
-//     Templates, volumes, secrets, teams and every other path answer 404.
+//     Of the template routes only the alias lookup (GET
+//     /templates/aliases/{alias}) is served, as the platform answers it:
+//     403 for another team's public template (the default "base" and
+//     "code-interpreter-v1"), 404 for an unknown name, 200 for a
+//     [Template] marked Owned; names with a namespace ("team/name") are
+//     looked up whole, so they are not found. Template builds, volumes,
+//     secrets, teams and every other path answer 404.
 //   - One account, one API key, header X-API-Key only; the Bearer access
 //     token and team schemes are not supported. No rate limiting (inject a
 //     429 [Fault] instead); the fake's own 429 (the concurrency limit)

@@ -133,11 +133,21 @@ type Template struct {
 	// EnvdVersion is the daemon version reported as "envdVersion". If
 	// empty, [DefaultEnvdVersion].
 	EnvdVersion string
+	// Owned marks a template of the account's own team: GET
+	// /templates/aliases/{alias} answers 200 with its ID. Any other template
+	// is another team's public one, as E2B's "base" is to every account:
+	// the route answers 403, which the SDKs read as "it exists".
+	Owned bool
+	// Public is the "public" field of that 200 answer.
+	Public bool
 }
 
 // DefaultTemplates returns the templates a Provider knows when
-// [Options.Templates] is nil: "base" (2 vCPU, 512 MiB memory, 512 MiB disk)
-// and "code-interpreter-v1" (2 vCPU, 1024 MiB memory, 1024 MiB disk).
+// [Options.Templates] is nil, the two the SDKs name by default: "base"
+// (2 vCPU, 512 MiB memory, 512 MiB disk; Sandbox's default template) and
+// "code-interpreter-v1" (2 vCPU, 1024 MiB memory, 1024 MiB disk; the Code
+// Interpreter SDK's). Both are E2B's public templates, not the account's
+// own (Owned false).
 func DefaultTemplates() map[string]Template {
 	return map[string]Template{
 		"base":                {ID: "rki5dems9wqfm4r03t7g", CPUCount: 2, MemoryMB: 512, DiskSizeMB: 512, EnvdVersion: DefaultEnvdVersion},
@@ -305,6 +315,7 @@ func (p *Provider) newControlMux() *http.ServeMux {
 		mux.Handle(sandbox.RouteCreateSandboxV2, p.controlPlane(sandbox.OpCreateSandbox, p.handleCreateV2))
 		mux.Handle(sandbox.RouteConnectSandboxV2, p.controlPlane(sandbox.OpConnectSandbox, p.handleConnectV2))
 	}
+	mux.Handle(RouteTemplateAlias, p.controlPlane(RouteTemplateAlias, p.handleTemplateAlias))
 	for _, route := range unimplementedRoutes() {
 		mux.Handle(route, p.controlPlane(route, p.handleUnimplemented))
 	}

@@ -131,3 +131,15 @@ def test_unknown_template_is_sandbox_exception(fake):
         Sandbox.create(template="no-such-template-" + uuid.uuid4().hex[:8])
     assert "404" in str(e.value)
     assert "not found" in str(e.value)
+
+
+def test_template_exists(fake):
+    # template_sync/main.py exists -> build_api.py check_alias_exists: GET
+    # /templates/aliases/{alias}; 403 (another team's public template, infra
+    # handlers/template_alias.go) -> True, 404 -> False. "base" is the SDK's
+    # default template (sandbox/main.py) and E2B's, not the account's.
+    from e2b import Template
+
+    assert Template.exists("base") is True
+    assert Template.exists("code-interpreter-v1") is True
+    assert Template.exists("no-such-template-" + uuid.uuid4().hex[:8]) is False
