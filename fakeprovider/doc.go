@@ -86,9 +86,12 @@
 //     autoPause); network has no effect, volumes are not mounted and no MCP
 //     gateway runs. At endAt a sandbox created with autoPause is paused
 //     (its endAt stays the pause time), any other is killed.
-//   - Pause's and connect's "memory": false (a filesystem-only snapshot,
-//     a reboot on resume) is accepted and ignored: the daemon and its
-//     processes always survive pause and resume.
+//   - Pause's "memory": false (a filesystem-only snapshot) makes the next
+//     resume reboot the daemon ([Rebooter]): its processes are killed, its
+//     watches end, its files stay and /proc/sys/kernel/random/boot_id
+//     changes; a pause with memory keeps all of them. Processes are not
+//     frozen while paused: they go on running in the fake. The v2
+//     connect's "memory" is accepted and ignored.
 //   - Metrics are made up: one sample every 5 s from startedAt to now (to
 //     the pause time for a paused sandbox), at most the last 100, with the
 //     template's cpuCount, memTotal and diskTotal and nothing in use.

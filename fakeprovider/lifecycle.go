@@ -35,6 +35,9 @@ func (p *Provider) handlePause(w http.ResponseWriter, r *http.Request) {
 		default:
 			s.state = StatePaused
 			s.endAt = now // a paused sandbox reports its pause time as endAt
+			// SandboxPauseRequest.memory false: a filesystem-only snapshot,
+			// so the resume cold-boots (Python SDK sandbox_sync/main.py pause).
+			s.coldResume = body.Memory != nil && !*body.Memory
 			rep = reply{status: http.StatusNoContent}
 		}
 		return nil

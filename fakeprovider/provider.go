@@ -164,6 +164,15 @@ type Daemon interface {
 	Close()
 }
 
+// A Rebooter is a [Daemon] that can be cold-booted. The Provider reboots
+// the daemon of a sandbox paused with "memory": false when it is resumed;
+// a daemon without Reboot is kept as it was. [InMemoryDaemon]'s reboot
+// kills its processes, ends its watches, keeps its files and changes
+// /proc/sys/kernel/random/boot_id.
+type Rebooter interface {
+	Reboot()
+}
+
 // DaemonConfig tells [Options.NewDaemon] which sandbox it serves.
 type DaemonConfig struct {
 	// SandboxID is the sandbox's ID.

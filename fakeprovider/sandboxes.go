@@ -394,6 +394,7 @@ func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema 
 		return
 	}
 	var rep reply
+	var reboot Rebooter
 	p.update(func(now time.Time) []Daemon {
 		s := p.sandboxes[id]
 		switch {
@@ -404,6 +405,10 @@ func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema 
 				rep = p.limitReply()
 				return nil
 			}
+			if r, ok := s.daemon.(Rebooter); ok && s.coldResume {
+				reboot = r
+			}
+			s.coldResume = false
 			s.state = StateRunning
 			s.startedAt = now
 			s.endAt = p.clampEnd(s, now, d)
@@ -420,5 +425,8 @@ func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema 
 		}
 		return nil
 	})
+	if reboot != nil {
+		reboot.Reboot()
+	}
 	p.write(w, r, rep)
 }

@@ -143,3 +143,25 @@ def test_template_exists(fake):
     assert Template.exists("base") is True
     assert Template.exists("code-interpreter-v1") is True
     assert Template.exists("no-such-template-" + uuid.uuid4().hex[:8]) is False
+
+
+def test_boot_id_across_pause(fake):
+    # sandbox_sync/main.py pause(keep_memory): True (the default) snapshots
+    # memory, so the resume continues the same boot; False keeps only the
+    # filesystem and "resuming such a sandbox cold-boots (reboots) it from
+    # disk, losing running processes". The kernel's boot_id tells them apart.
+    s = Sandbox.create()
+    path = "/proc/sys/kernel/random/boot_id"
+    try:
+        first = s.files.read(path)
+        assert len(first.strip()) == 36
+        s.pause()
+        s = Sandbox.connect(s.sandbox_id)
+        assert s.files.read(path) == first
+        s.files.write("/home/user/disk.txt", "on disk")
+        s.pause(keep_memory=False)
+        s = Sandbox.connect(s.sandbox_id)
+        assert s.files.read(path) != first
+        assert s.files.read("/home/user/disk.txt") == "on disk"
+    finally:
+        Sandbox.kill(s.sandbox_id)

@@ -1,6 +1,7 @@
 package fakeenvd
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io/fs"
 	"path"
@@ -131,6 +132,9 @@ func populate(m *MemFS, cfg Config, bins map[string]Builtin) error {
 	if err := populateRunDir(m, cfg); err != nil {
 		return err
 	}
+	if err := writeBootID(m); err != nil {
+		return err
+	}
 	files := map[string]string{
 		"/etc/hostname":   Hostname + "\n",
 		"/etc/passwd":     passwd.String(),
@@ -182,6 +186,31 @@ func populateRunDir(m *MemFS, cfg Config) error {
 		}
 	}
 	return nil
+}
+
+// bootIDPath is the kernel's boot ID: a random UUID made at each boot,
+// which programs (and E2B's own SDK tests) read to tell a resumed sandbox,
+// whose memory and kernel were restored, from a rebooted one.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// writeBootID gives the sandbox a fresh boot ID (read-only, as procfs
+// shows it: -r--r--r-- root).
+func writeBootID(m *MemFS) error {
+	if err := m.MkdirAllAs(path.Dir(bootIDPath), 0o555, 0, 0); err != nil {
+		return fmt.Errorf("fakeenvd: populate %s: %w", bootIDPath, err)
+	}
+	return writeRootFile(m, bootIDPath, []byte(newUUID()+"\n"), 0o444)
+}
+
+// newUUID returns a random (version 4) UUID in its text form.
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Errorf("fakeenvd: reading random bytes: %w", err))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // writeRootFile writes a root-owned file.

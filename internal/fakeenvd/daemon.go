@@ -127,6 +127,19 @@ func (d *Daemon) Close() {
 	})
 }
 
+// Reboot is what resuming a sandbox paused without its memory does (E2B
+// SDK pause(keep_memory=False): "resuming such a sandbox cold-boots
+// (reboots) it from disk, losing running processes and open connections"):
+// every process is killed, every watch ends, the filesystem stays, and
+// the kernel's boot ID changes.
+func (d *Daemon) Reboot() {
+	d.procs.killAll(closeWait)
+	d.watchers.closeAll()
+	if err := writeBootID(d.fs); err != nil {
+		panic(fmt.Sprintf("fakeenvd: reboot: %v", err))
+	}
+}
+
 // FS returns the sandbox filesystem, for tests and inspection.
 func (d *Daemon) FS() *MemFS { return d.fs }
 

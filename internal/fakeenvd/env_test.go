@@ -3,6 +3,7 @@ package fakeenvd
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestProcessEnvironmentAsEnvd checks the variables envd gives every
@@ -26,5 +27,25 @@ func TestProcessEnvironmentAsEnvd(t *testing.T) {
 	}
 	if !strings.HasSuffix(r.stdout, "truesbx123tmpl456") {
 		t.Errorf("/run/e2b files: output ends %q", r.stdout[max(0, len(r.stdout)-40):])
+	}
+}
+
+// TestReboot checks what a cold boot does: processes end, files stay, the
+// boot ID changes.
+func TestReboot(t *testing.T) {
+	d := newDaemon(t, Config{})
+	before := run(t, d, "cat /proc/sys/kernel/random/boot_id").stdout
+	if len(before) != 37 || strings.Count(before, "-") != 4 {
+		t.Fatalf("boot_id %q is not a UUID line", before)
+	}
+	_, sub := start(t, d, bashReq("echo marker > /tmp/kept; sleep 60"))
+	waitFor(t, 30*time.Second, func() bool { _, err := d.FS().ReadFile("/tmp/kept"); return err == nil })
+	d.Reboot()
+	if r := collect(t, sub, 30*time.Second); r.end.Status != "signal: killed" {
+		t.Fatalf("a process across the reboot ended %+v", r.end)
+	}
+	after := run(t, d, "cat /proc/sys/kernel/random/boot_id /tmp/kept").stdout
+	if after == before+"marker\n" || !strings.HasSuffix(after, "marker\n") {
+		t.Fatalf("after the reboot: %q (before %q)", after, before)
 	}
 }
