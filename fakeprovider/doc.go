@@ -168,5 +168,16 @@
 //     (echo, backspace, ^C, ^D, CRLF output, prompt "user@e2b:<dir>$ "):
 //     no raw mode, escape sequences or job control, and commands run from
 //     it read an empty stdin. Resize only updates COLUMNS and LINES.
+//   - Background jobs of a command (cmd &) get PIDs from the daemon's PID
+//     sequence; $!, kill (PIDs, %N, -9/-KILL/-s TERM, -0), wait (PIDs, %N,
+//     -n) and jobs (-l, -p) work as in a non-interactive bash, and a
+//     signalled job exits 128 + the signal (137, 143). What differs: a job
+//     runs in a fresh interpreter with the script's variables and
+//     function definitions replayed, not a fork (functions made by eval or
+//     source are missing); bash's "Killed" notice on stderr is not
+//     printed; jobs are not in Process/List (as in envd, which lists only
+//     the processes it started), and no ps command lists them. kill also
+//     reaches the processes envd started, by their PID. In a PTY shell,
+//     & is the interpreter's own and has none of this.
 //   - Process/StreamInput (not called by the SDKs) is not served.
 package fakeprovider

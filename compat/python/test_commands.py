@@ -123,3 +123,24 @@ def test_command_on_killed_sandbox(fake):
     with pytest.raises(TimeoutException):
         s.commands.run("echo hi")
     assert time.monotonic() - t0 < 60
+
+
+def test_job_control_exit_codes(sbx):
+    # bash: a command ended by a signal exits 128 + the signal; `wait $!`
+    # returns it. sandbox_sync/commands/command_handle.py wait() then raises
+    # CommandExitException with that exit code.
+    with pytest.raises(CommandExitException) as e:
+        sbx.commands.run("sleep 30 & kill -9 $!; wait $!")
+    assert e.value.exit_code == 137
+    r = sbx.commands.run('sleep 30 & kill %1; wait %1; echo "status $?"; jobs')
+    assert r.stdout == "status 143\n"
+
+
+def test_kill_reaches_a_background_command(sbx):
+    # command.py run(background=True) gives the PID envd reports; `kill PID`
+    # from another command signals that process as Linux does.
+    h = sbx.commands.run("sleep 30", background=True)
+    sbx.commands.run(f"kill -9 {h.pid}")
+    with pytest.raises(CommandExitException) as e:
+        h.wait()
+    assert e.value.exit_code == -1

@@ -132,6 +132,16 @@ func (t *procTable) add(p *process) {
 	t.procs[p.pid] = p
 }
 
+// allocPID hands out a PID without a process: the background jobs of the
+// shell share the daemon's PID sequence.
+func (t *procTable) allocPID() uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pid := t.next
+	t.next++
+	return pid
+}
+
 func (t *procTable) remove(pid uint32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -45,6 +45,12 @@ func (s *shell) rewriteProbe(hc interp.HandlerContext, args []string) []string {
 		}
 	case "type":
 		return append([]string{typeCmd}, args[1:]...)
+	case "wait":
+		return append([]string{waitCmd}, args[1:]...)
+	case "kill":
+		return append([]string{killCmd}, args[1:]...)
+	case "jobs":
+		return append([]string{jobsCmd}, args[1:]...)
 	case "command":
 		if len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
 			return append([]string{commandVCmd}, args[1:]...)
