@@ -168,6 +168,17 @@
 //     (echo, backspace, ^C, ^D, CRLF output, prompt "user@e2b:<dir>$ "):
 //     no raw mode, escape sequences or job control, and commands run from
 //     it read an empty stdin. Resize only updates COLUMNS and LINES.
+//   - Permissions: commands run as their user (root, or user with uid
+//     and gid 1000) and meet the kernel's checks on every path: search on
+//     each directory, read or write on files, write on the directory whose
+//     entries change, the sticky bit of /tmp, ownership for chmod, chown
+//     and utimes; a denied shell operation fails with EACCES ("Permission
+//     denied", exit 1 or 2 as the command gives it). /files and the
+//     filesystem RPCs are not limited by the user's bits, as envd, which
+//     runs as root, is not; they chown what they create to the user. No
+//     supplementary groups, ACLs or capabilities; a redirection's error
+//     reads "open PATH: permission denied", not bash's "bash: line N:
+//     PATH: Permission denied".
 //   - Background jobs of a command (cmd &) get PIDs from the daemon's PID
 //     sequence; $!, kill (PIDs, %N, -9/-KILL/-s TERM, -0), wait (PIDs, %N,
 //     -n) and jobs (-l, -p) work as in a non-interactive bash, and a

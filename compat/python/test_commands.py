@@ -144,3 +144,30 @@ def test_kill_reaches_a_background_command(sbx):
     with pytest.raises(CommandExitException) as e:
         h.wait()
     assert e.value.exit_code == -1
+
+
+def test_permissions_as_user_and_root(sbx):
+    # envd starts each process with the requested user's uid/gid (infra
+    # packages/envd/internal/services/process/handler/handler.go
+    # SysProcAttr.Credential), so the kernel's permission checks apply:
+    # user cannot write into /root (drwx------ root root).
+    with pytest.raises(CommandExitException) as e:
+        sbx.commands.run("echo hi > /root/denied")
+    assert e.value.exit_code == 1
+    assert "permission denied" in e.value.stderr.lower()
+    r = sbx.commands.run("echo hi > /root/allowed && cat /root/allowed && stat -c '%U %a' /root", user="root")
+    assert r.stdout == "hi\nroot 700\n"
+
+
+def test_envd_file_operations_run_as_root(sbx):
+    # envd itself runs as root: /files and the filesystem RPCs are not
+    # limited by the user's permissions; what they create is chowned to the
+    # user (infra packages/envd/internal/api/upload.go processFile,
+    # internal/permissions/path.go EnsureDirs). The user's own commands
+    # still cannot reach into /root.
+    sbx.files.write("/root/sdk/uploaded.txt", "by envd", user="user")
+    info = sbx.files.get_info("/root/sdk/uploaded.txt", user="user")
+    assert (info.owner, info.group) == ("user", "user")
+    assert sbx.files.read("/root/sdk/uploaded.txt", user="user") == "by envd"
+    with pytest.raises(CommandExitException):
+        sbx.commands.run("cat /root/sdk/uploaded.txt")

@@ -167,7 +167,7 @@ func (d *Daemon) Builtins() []string {
 
 // shellFor returns the shell that runs processes as a.
 func (d *Daemon) shellFor(a account) *shell {
-	return &shell{fs: d.fs, bins: d.bins, jobs: d.jobs, acct: a, accounts: d.cfg.accounts(), memLimit: d.memLimit}
+	return &shell{fs: d.fs.As(a.uid, a.gid), bins: d.bins, jobs: d.jobs, acct: a, accounts: d.cfg.accounts(), memLimit: d.memLimit}
 }
 
 // resolvePath expands "~" and makes p absolute against the user's home,
