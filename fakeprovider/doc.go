@@ -7,7 +7,11 @@
 // create and connect on both route families (v2: POST /v2/sandboxes and POST
 // /v2/sandboxes/{id}/connect, as e2b@2.51.0 for JS calls them; v1: POST
 // /sandboxes and POST /sandboxes/{id}/connect, as the Python SDK 2.45
-// does), get, kill, set-timeout, pause and metrics. It forwards requests
+// does), get, kill, set-timeout, pause and metrics; and, outside that
+// table, fork, snapshots (create, list, delete, create from), network
+// update and the template alias lookup ([RouteForkSandbox],
+// [RouteCreateSnapshot], [RouteListSnapshots], [RouteDeleteTemplate],
+// [RouteUpdateNetwork], [RouteTemplateAlias]). It forwards requests
 // addressed to a sandbox (host "49983-<id>.<domain>", header
 // E2b-Sandbox-Id, or a /files URL signed with the sandbox's access token) to
 // that sandbox's [Daemon]. One Provider is one account:
@@ -51,13 +55,25 @@
 //
 // # Where the fake knowingly differs from E2B
 //
-//   - Snapshots (POST /sandboxes/{id}/snapshots, GET /snapshots, DELETE
-//     /templates/{id}), fork (POST /sandboxes/{id}/fork), network update
-//     (PUT /sandboxes/{id}/network), the deprecated resume and refreshes,
-//     logs and GET /sandboxes/metrics answer 501 "This operation is not
-//     supported by the sandboxkit fake provider" in E2B's error shape, never
-//     404: e2b@2.51.0 turns a 404 on them into SandboxNotFoundError (or, for
-//     deleteSnapshot, false), which would report a live sandbox as gone.
+//   - Fork and snapshots copy a sandbox's files (with its template,
+//     resources and environment; a fork also inherits metadata, network,
+//     allowInternetAccess, autoPause, autoResume, volume mounts and
+//     secure, as infra's buildResumeSandboxDataFromSnapshot does), not its
+//     memory:
+//     running processes and open watches of the source are not in the
+//     copy, where the platform resumes them from the memory snapshot. A
+//     daemon other than [InMemoryDaemon] is not copied at all. Snapshot
+//     names live in the namespace [TeamSlug] with the one tag "default";
+//     another tag is refused (400). A sandbox created from a snapshot
+//     reports the snapshot's template ID. Forks of a paused sandbox answer
+//     409, as while it changes state.
+//   - Network updates are stored and reported by get (egress rules
+//     replaced as a whole, as the platform does), never applied: the fake
+//     has no network. egressProxy is ignored.
+//   - The deprecated resume and refreshes, logs and GET /sandboxes/metrics
+//     (called by neither SDK's sandbox methods) answer 501 "This operation
+//     is not supported by the sandboxkit fake provider" in E2B's error
+//     shape, never 404, which the SDKs read as "sandbox not found".
 //     Of the template routes only the alias lookup (GET
 //     /templates/aliases/{alias}) is served, as the platform answers it:
 //     403 for another team's public template (the default "base" and

@@ -142,16 +142,11 @@ func (p *Provider) handleListV1(w http.ResponseWriter, r *http.Request) {
 }
 
 // unimplementedRoutes are platform routes the official SDKs call that the
-// fake does not serve. They answer 501, never 404: e2b@2.51.0 turns a 404
-// on these into SandboxNotFoundError (snapshots, fork, network) or false
-// (deleteSnapshot), which would tell a client that a live sandbox is gone.
+// fake does not serve (none of them is called by the SDKs' sandbox
+// methods). They answer 501, never 404: a 404 reads as "sandbox not found"
+// in the SDKs.
 func unimplementedRoutes() []string {
 	return []string{
-		"POST /sandboxes/{sandboxID}/snapshots",
-		"GET /snapshots",
-		"DELETE /templates/{templateID}",
-		"POST /sandboxes/{sandboxID}/fork",
-		"PUT /sandboxes/{sandboxID}/network",
 		"POST /sandboxes/{sandboxID}/resume",
 		"POST /sandboxes/{sandboxID}/refreshes",
 		"GET /sandboxes/{sandboxID}/logs",

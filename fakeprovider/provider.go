@@ -216,6 +216,7 @@ type Provider struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandboxRecord
+	snapshots map[string]*snapshotRecord // by template ID
 }
 
 // New returns a Provider configured by opts; nil opts selects all defaults.
@@ -236,6 +237,7 @@ func New(opts *Options) *Provider {
 		routes:          opts.Routes,
 		canaryMode:      opts.Canaries,
 		sandboxes:       make(map[string]*sandboxRecord),
+		snapshots:       make(map[string]*snapshotRecord),
 	}
 	switch {
 	case opts.NoDaemon:
@@ -325,6 +327,7 @@ func (p *Provider) newControlMux() *http.ServeMux {
 		mux.Handle(sandbox.RouteConnectSandboxV2, p.controlPlane(sandbox.OpConnectSandbox, p.handleConnectV2))
 	}
 	mux.Handle(RouteTemplateAlias, p.controlPlane(RouteTemplateAlias, p.handleTemplateAlias))
+	p.registerForkRoutes(mux)
 	for _, route := range unimplementedRoutes() {
 		mux.Handle(route, p.controlPlane(route, p.handleUnimplemented))
 	}
