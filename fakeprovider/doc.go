@@ -70,10 +70,12 @@
 //   - Network updates are stored and reported by get (egress rules
 //     replaced as a whole, as the platform does), never applied: the fake
 //     has no network. egressProxy is ignored.
-//   - The deprecated resume and refreshes, logs and GET /sandboxes/metrics
-//     (called by neither SDK's sandbox methods) answer 501 "This operation
-//     is not supported by the sandboxkit fake provider" in E2B's error
-//     shape, never 404, which the SDKs read as "sandbox not found".
+//   - The deprecated resume, refreshes, logs and GET /sandboxes/metrics
+//     (called by neither SDK's sandbox methods) are served simply: resume
+//     as connect resumes (409 when running), refreshes extend endAt to at
+//     least now + max(duration, 15 s), logs are always empty (the fake's
+//     sandboxes write no platform logs), and the metrics are each running
+//     sandbox's latest made-up sample.
 //     Of the template routes only the alias lookup (GET
 //     /templates/aliases/{alias}) is served, as the platform answers it:
 //     403 for another team's public template (the default "base" and
@@ -136,7 +138,7 @@
 //     canary-err-<hex>)".
 //   - startedAfter matches startedAt at or after the bound, both truncated
 //     to microseconds, as E2B's database compares them.
-//   - Messages of pause's 409 and of the 501s, and the validator details of
+//   - Messages of pause's 409, and the validator details of
 //     the fields kept as they came, are modelled on E2B's, not copied from
 //     a running platform.
 //   - The fake does not check envd access tokens: it hands the token to the

@@ -141,21 +141,3 @@ func (p *Provider) handleListV1(w http.ResponseWriter, r *http.Request) {
 	p.writeJSON(w, http.StatusOK, items)
 }
 
-// unimplementedRoutes are platform routes the official SDKs call that the
-// fake does not serve (none of them is called by the SDKs' sandbox
-// methods). They answer 501, never 404: a 404 reads as "sandbox not found"
-// in the SDKs.
-func unimplementedRoutes() []string {
-	return []string{
-		"POST /sandboxes/{sandboxID}/resume",
-		"POST /sandboxes/{sandboxID}/refreshes",
-		"GET /sandboxes/{sandboxID}/logs",
-		"GET /v2/sandboxes/{sandboxID}/logs",
-		"GET /sandboxes/metrics",
-	}
-}
-
-// handleUnimplemented answers a platform route the fake does not serve.
-func (p *Provider) handleUnimplemented(w http.ResponseWriter, r *http.Request) {
-	p.writeError(w, r, http.StatusNotImplemented, "This operation is not supported by the sandboxkit fake provider")
-}

@@ -295,8 +295,10 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // newControlMux routes each control-plane operation of the route table to
 // its handler, the v2 routes of create and connect to theirs (journalled
-// under the same operation), the platform routes the fake does not
-// implement to a 501, and anything else to op "" and 404.
+// under the same operation), the routes outside the table (alias lookup,
+// fork, snapshots, network, resume, refreshes, logs, sandboxes' metrics)
+// to theirs, each journalled under its route, and anything else to op ""
+// and 404.
 func (p *Provider) newControlMux() *http.ServeMux {
 	handlers := map[string]func(http.ResponseWriter, *http.Request){
 		sandbox.OpListSandboxes:   p.handleList,
@@ -328,9 +330,7 @@ func (p *Provider) newControlMux() *http.ServeMux {
 	}
 	mux.Handle(RouteTemplateAlias, p.controlPlane(RouteTemplateAlias, p.handleTemplateAlias))
 	p.registerForkRoutes(mux)
-	for _, route := range unimplementedRoutes() {
-		mux.Handle(route, p.controlPlane(route, p.handleUnimplemented))
-	}
+	p.registerLegacyRoutes(mux)
 	mux.Handle("/", p.controlPlane("", p.handleUnknownRoute))
 	return mux
 }
