@@ -140,4 +140,3 @@ func (p *Provider) handleListV1(w http.ResponseWriter, r *http.Request) {
 	})
 	p.writeJSON(w, http.StatusOK, items)
 }
-

@@ -257,7 +257,6 @@ func TestProvider_Metrics(t *testing.T) {
 	wantError(t, f.p, f.do("GET", "/sandboxes/inope/metrics", nil), 404, `Sandbox "inope" doesn't exist`)
 }
 
-
 func TestProvider_LegacyList(t *testing.T) {
 	f := newFixture(t, nil)
 	seedList(f)
