@@ -194,9 +194,10 @@
 //     denied", exit 1 or 2 as the command gives it). /files and the
 //     filesystem RPCs are not limited by the user's bits, as envd, which
 //     runs as root, is not; they chown what they create to the user. No
-//     supplementary groups, ACLs or capabilities; a redirection's error
-//     reads "open PATH: permission denied", not bash's "bash: line N:
-//     PATH: Permission denied".
+//     supplementary groups, ACLs or capabilities. A failed output
+//     redirection reads "bash: PATH: Permission denied" (bash 5.1 adds
+//     "line N:"); a failed input redirection still reads Go's "open PATH:
+//     permission denied".
 //   - Background jobs of a command (cmd &) get PIDs from the daemon's PID
 //     sequence; $!, kill (PIDs, %N, -9/-KILL/-s TERM, -0), wait (PIDs, %N,
 //     -n) and jobs (-l, -p) work as in a non-interactive bash, and a

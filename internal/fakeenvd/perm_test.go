@@ -10,7 +10,7 @@ import (
 func TestShellPermissions(t *testing.T) {
 	d := newDaemon(t, Config{})
 	cases := []struct{ script, stdout, stderr string }{
-		{`echo hi > /root/x; echo "$?"`, "1\n", "permission denied"},
+		{`echo hi > /root/x; echo "$?"`, "1\n", "bash: /root/x: Permission denied"},
 		{`ls /root; echo "$?"`, "2\n", "ls: cannot open directory '/root': Permission denied"},
 		{`mkdir /etc/new; echo "$?"`, "1\n", "mkdir: cannot create directory '/etc/new': Permission denied"},
 		{`rm /etc/hostname; echo "$?"`, "1\n", "rm: cannot remove '/etc/hostname': Permission denied"},
