@@ -154,7 +154,8 @@ def test_permissions_as_user_and_root(sbx):
     with pytest.raises(CommandExitException) as e:
         sbx.commands.run("echo hi > /root/denied")
     assert e.value.exit_code == 1
-    assert "permission denied" in e.value.stderr.lower()
+    # bash: "bash: line 1: /root/denied: Permission denied" (5.1+).
+    assert "/root/denied: Permission denied" in e.value.stderr
     r = sbx.commands.run("echo hi > /root/allowed && cat /root/allowed && stat -c '%U %a' /root", user="root")
     assert r.stdout == "hi\nroot 700\n"
 
