@@ -6,7 +6,7 @@
 import { test, after, before, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  Sandbox, SandboxError, SandboxNotFoundError, TimeoutError,
+  Sandbox, SandboxError, SandboxNotFoundError, NotFoundError, TimeoutError,
   AuthenticationError, InvalidArgumentError, RateLimitError,
 } from 'e2b';
 import { startFakeProvider, useFakeEnv } from '../lib/sandboxkit.mjs';
