@@ -184,7 +184,8 @@
 //     where envd reads the target's xattrs.
 //   - A PTY is the fake's interactive shell on a small line discipline
 //     (echo, backspace, ^C, ^D, CRLF output, prompt "user@e2b:<dir>$ "):
-//     no raw mode, escape sequences or job control, and commands run from
+//     no raw mode, escape sequences or terminal job control (^Z, fg, bg),
+//     and commands run from
 //     it read an empty stdin. Resize only updates COLUMNS and LINES.
 //   - Permissions: commands run as their user (root, or user with uid
 //     and gid 1000) and meet the kernel's checks on every path: search on
@@ -207,7 +208,7 @@
 //     source are missing); bash's "Killed" notice on stderr is not
 //     printed; jobs are not in Process/List (as in envd, which lists only
 //     the processes it started), and no ps command lists them. kill also
-//     reaches the processes envd started, by their PID. In a PTY shell,
-//     & is the interpreter's own and has none of this.
+//     reaches the processes envd started, by their PID. A PTY shell has the
+//     same job control across its lines.
 //   - Process/StreamInput (not called by the SDKs) is not served.
 package fakeprovider

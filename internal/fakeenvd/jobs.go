@@ -100,20 +100,31 @@ func shellJobsOf(ctx context.Context) *shellJobs {
 // newShellJobs rewrites file for job control (rewriteJobs) and returns the
 // job list of the shell that runs it.
 func newShellJobs(file *syntax.File) *shellJobs {
-	stmts, funcs := rewriteJobs(file)
-	return &shellJobs{stmts: stmts, funcs: funcs, changed: make(chan struct{})}
+	sj := &shellJobs{changed: make(chan struct{})}
+	sj.adopt(file)
+	return sj
+}
+
+// adopt rewrites one more program run by the same shell (a line of an
+// interactive shell) for job control, its jobs numbered after the
+// earlier ones. Only the shell's own goroutine calls it.
+func (sj *shellJobs) adopt(file *syntax.File) {
+	stmts, funcs := rewriteJobs(file, len(sj.stmts))
+	sj.stmts = append(sj.stmts, stmts...)
+	sj.funcs = append(sj.funcs, funcs...)
 }
 
 // child is the job list of a job started by this shell: empty, with the
 // same statements and functions.
 func (sj *shellJobs) child() *shellJobs {
-	return &shellJobs{stmts: sj.stmts, funcs: sj.funcs, changed: make(chan struct{})}
+	return &shellJobs{stmts: slices.Clip(sj.stmts), funcs: slices.Clip(sj.funcs), changed: make(chan struct{})}
 }
 
 // rewriteJobs replaces every background statement of file with a call of
 // bgCmd and every $! with $(lastPIDCmd), and returns the statements the
 // calls start and the function definitions of the script.
-func rewriteJobs(file *syntax.File) (stmts, funcs []*syntax.Stmt) {
+// The calls name their statement by base + its index in stmts.
+func rewriteJobs(file *syntax.File, base int) (stmts, funcs []*syntax.Stmt) {
 	syntax.Walk(file, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.Stmt:
@@ -124,7 +135,7 @@ func rewriteJobs(file *syntax.File) (stmts, funcs []*syntax.Stmt) {
 				saved := *n
 				saved.Background, saved.Disown = false, false
 				stmts = append(stmts, &saved)
-				*n = syntax.Stmt{Position: n.Position, Cmd: callOf(bgCmd, strconv.Itoa(len(stmts)-1))}
+				*n = syntax.Stmt{Position: n.Position, Cmd: callOf(bgCmd, strconv.Itoa(base+len(stmts)-1))}
 			}
 		case *syntax.Word:
 			for i, part := range n.Parts {
@@ -187,8 +198,11 @@ func (s *shell) startJob(ctx context.Context, inv *Invocation) int {
 	}
 	sj.add(j)
 	s.jobs.add(j)
+	// Read the shell's statements here, on its own goroutine: an
+	// interactive shell adopts more of them with each line.
+	own, funcs := sj.child(), slices.Clip(sj.funcs)
 	go func() {
-		code := runStatus(jobCtx, runJob(withShellJobs(jobCtx, sj.child()), r, sj.funcs, stmt))
+		code := runStatus(jobCtx, runJob(withShellJobs(jobCtx, own), r, funcs, stmt))
 		var sig killSignal
 		if cause := context.Cause(jobCtx); ctx.Err() == nil && errors.As(cause, &sig) {
 			code = 128 + int(sig)
