@@ -185,8 +185,8 @@
 //   - A PTY is the fake's interactive shell on a small line discipline
 //     (echo, backspace, ^C, ^D, CRLF output, prompt "user@e2b:<dir>$ "):
 //     no raw mode, escape sequences or terminal job control (^Z, fg, bg),
-//     and commands run from
-//     it read an empty stdin. Resize only updates COLUMNS and LINES.
+//     and commands run from it read an empty stdin. Resize only updates
+//     COLUMNS and LINES.
 //   - Permissions: commands run as their user (root, or user with uid
 //     and gid 1000) and meet the kernel's checks on every path: search on
 //     each directory, read or write on files, write on the directory whose
