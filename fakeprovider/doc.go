@@ -7,7 +7,11 @@
 // create and connect on both route families (v2: POST /v2/sandboxes and POST
 // /v2/sandboxes/{id}/connect, as e2b@2.51.0 for JS calls them; v1: POST
 // /sandboxes and POST /sandboxes/{id}/connect, as the Python SDK 2.45
-// does), get, kill, set-timeout, pause and metrics. It forwards requests
+// does), get, kill, set-timeout, pause and metrics; and, outside that
+// table, fork, snapshots (create, list, delete, create from), network
+// update and the template alias lookup ([RouteForkSandbox],
+// [RouteCreateSnapshot], [RouteListSnapshots], [RouteDeleteTemplate],
+// [RouteUpdateNetwork], [RouteTemplateAlias]). It forwards requests
 // addressed to a sandbox (host "49983-<id>.<domain>", header
 // E2b-Sandbox-Id, or a /files URL signed with the sandbox's access token) to
 // that sandbox's [Daemon]. One Provider is one account:
@@ -51,14 +55,34 @@
 //
 // # Where the fake knowingly differs from E2B
 //
-//   - Snapshots (POST /sandboxes/{id}/snapshots, GET /snapshots, DELETE
-//     /templates/{id}), fork (POST /sandboxes/{id}/fork), network update
-//     (PUT /sandboxes/{id}/network), the deprecated resume and refreshes,
-//     logs and GET /sandboxes/metrics answer 501 "This operation is not
-//     supported by the sandboxkit fake provider" in E2B's error shape, never
-//     404: e2b@2.51.0 turns a 404 on them into SandboxNotFoundError (or, for
-//     deleteSnapshot, false), which would report a live sandbox as gone.
-//     Templates, volumes, secrets, teams and every other path answer 404.
+//   - Fork and snapshots copy a sandbox's files (with its template,
+//     resources and environment; a fork also inherits metadata, network,
+//     allowInternetAccess, autoPause, autoResume, volume mounts and
+//     secure, as infra's buildResumeSandboxDataFromSnapshot does), not its
+//     memory:
+//     running processes and open watches of the source are not in the
+//     copy, where the platform resumes them from the memory snapshot. A
+//     daemon other than [InMemoryDaemon] is not copied at all. Snapshot
+//     names live in the namespace [TeamSlug] with the one tag "default";
+//     another tag is refused (400). A sandbox created from a snapshot
+//     reports the snapshot's template ID. Forks of a paused sandbox answer
+//     409, as while it changes state.
+//   - Network updates are stored and reported by get (egress rules
+//     replaced as a whole, as the platform does), never applied: the fake
+//     has no network. egressProxy is ignored.
+//   - The deprecated resume, refreshes, logs and GET /sandboxes/metrics
+//     (called by neither SDK's sandbox methods) are served simply: resume
+//     as connect resumes (409 when running), refreshes extend endAt to at
+//     least now + max(duration, 15 s), logs are always empty (the fake's
+//     sandboxes write no platform logs), and the metrics are each running
+//     sandbox's latest made-up sample.
+//     Of the template routes only the alias lookup (GET
+//     /templates/aliases/{alias}) is served, as the platform answers it:
+//     403 for another team's public template (the default "base" and
+//     "code-interpreter-v1"), 404 for an unknown name, 200 for a
+//     [Template] marked Owned; names with a namespace ("team/name") are
+//     looked up whole, so they are not found. Template builds, volumes,
+//     secrets, teams and every other path answer 404.
 //   - One account, one API key, header X-API-Key only; the Bearer access
 //     token and team schemes are not supported. No rate limiting (inject a
 //     429 [Fault] instead); the fake's own 429 (the concurrency limit)
@@ -80,9 +104,12 @@
 //     autoPause); network has no effect, volumes are not mounted and no MCP
 //     gateway runs. At endAt a sandbox created with autoPause is paused
 //     (its endAt stays the pause time), any other is killed.
-//   - Pause's and connect's "memory": false (a filesystem-only snapshot,
-//     a reboot on resume) is accepted and ignored: the daemon and its
-//     processes always survive pause and resume.
+//   - Pause's "memory": false (a filesystem-only snapshot) makes the next
+//     resume reboot the daemon ([Rebooter]): its processes are killed, its
+//     watches end, its files stay and /proc/sys/kernel/random/boot_id
+//     changes; a pause with memory keeps all of them. Processes are not
+//     frozen while paused: they go on running in the fake. The v2
+//     connect's "memory" is accepted and ignored.
 //   - Metrics are made up: one sample every 5 s from startedAt to now (to
 //     the pause time for a paused sandbox), at most the last 100, with the
 //     template's cpuCount, memTotal and diskTotal and nothing in use.
@@ -111,7 +138,7 @@
 //     canary-err-<hex>)".
 //   - startedAfter matches startedAt at or after the bound, both truncated
 //     to microseconds, as E2B's database compares them.
-//   - Messages of pause's 409 and of the 501s, and the validator details of
+//   - Messages of pause's 409, and the validator details of
 //     the fields kept as they came, are modelled on E2B's, not copied from
 //     a running platform.
 //   - The fake does not check envd access tokens: it hands the token to the
@@ -157,7 +184,31 @@
 //     where envd reads the target's xattrs.
 //   - A PTY is the fake's interactive shell on a small line discipline
 //     (echo, backspace, ^C, ^D, CRLF output, prompt "user@e2b:<dir>$ "):
-//     no raw mode, escape sequences or job control, and commands run from
-//     it read an empty stdin. Resize only updates COLUMNS and LINES.
+//     no raw mode, escape sequences or terminal job control (^Z, fg, bg),
+//     and commands run from it read an empty stdin. Resize only updates
+//     COLUMNS and LINES.
+//   - Permissions: commands run as their user (root, or user with uid
+//     and gid 1000) and meet the kernel's checks on every path: search on
+//     each directory, read or write on files, write on the directory whose
+//     entries change, the sticky bit of /tmp, ownership for chmod, chown
+//     and utimes; a denied shell operation fails with EACCES ("Permission
+//     denied", exit 1 or 2 as the command gives it). /files and the
+//     filesystem RPCs are not limited by the user's bits, as envd, which
+//     runs as root, is not; they chown what they create to the user. No
+//     supplementary groups, ACLs or capabilities. A failed output
+//     redirection reads "bash: PATH: Permission denied" (bash 5.1 adds
+//     "line N:"); a failed input redirection still reads Go's "open PATH:
+//     permission denied".
+//   - Background jobs of a command (cmd &) get PIDs from the daemon's PID
+//     sequence; $!, kill (PIDs, %N, -9/-KILL/-s TERM, -0), wait (PIDs, %N,
+//     -n) and jobs (-l, -p) work as in a non-interactive bash, and a
+//     signalled job exits 128 + the signal (137, 143). What differs: a job
+//     runs in a fresh interpreter with the script's variables and
+//     function definitions replayed, not a fork (functions made by eval or
+//     source are missing); bash's "Killed" notice on stderr is not
+//     printed; jobs are not in Process/List (as in envd, which lists only
+//     the processes it started), and no ps command lists them. kill also
+//     reaches the processes envd started, by their PID. A PTY shell has the
+//     same job control across its lines.
 //   - Process/StreamInput (not called by the SDKs) is not served.
 package fakeprovider

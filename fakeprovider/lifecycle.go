@@ -35,6 +35,9 @@ func (p *Provider) handlePause(w http.ResponseWriter, r *http.Request) {
 		default:
 			s.state = StatePaused
 			s.endAt = now // a paused sandbox reports its pause time as endAt
+			// SandboxPauseRequest.memory false: a filesystem-only snapshot,
+			// so the resume cold-boots (Python SDK sandbox_sync/main.py pause).
+			s.coldResume = body.Memory != nil && !*body.Memory
 			rep = reply{status: http.StatusNoContent}
 		}
 		return nil
@@ -136,28 +139,4 @@ func (p *Provider) handleListV1(w http.ResponseWriter, r *http.Request) {
 		return nil
 	})
 	p.writeJSON(w, http.StatusOK, items)
-}
-
-// unimplementedRoutes are platform routes the official SDKs call that the
-// fake does not serve. They answer 501, never 404: e2b@2.51.0 turns a 404
-// on these into SandboxNotFoundError (snapshots, fork, network) or false
-// (deleteSnapshot), which would tell a client that a live sandbox is gone.
-func unimplementedRoutes() []string {
-	return []string{
-		"POST /sandboxes/{sandboxID}/snapshots",
-		"GET /snapshots",
-		"DELETE /templates/{templateID}",
-		"POST /sandboxes/{sandboxID}/fork",
-		"PUT /sandboxes/{sandboxID}/network",
-		"POST /sandboxes/{sandboxID}/resume",
-		"POST /sandboxes/{sandboxID}/refreshes",
-		"GET /sandboxes/{sandboxID}/logs",
-		"GET /v2/sandboxes/{sandboxID}/logs",
-		"GET /sandboxes/metrics",
-	}
-}
-
-// handleUnimplemented answers a platform route the fake does not serve.
-func (p *Provider) handleUnimplemented(w http.ResponseWriter, r *http.Request) {
-	p.writeError(w, r, http.StatusNotImplemented, "This operation is not supported by the sandboxkit fake provider")
 }

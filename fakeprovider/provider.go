@@ -133,11 +133,21 @@ type Template struct {
 	// EnvdVersion is the daemon version reported as "envdVersion". If
 	// empty, [DefaultEnvdVersion].
 	EnvdVersion string
+	// Owned marks a template of the account's own team: GET
+	// /templates/aliases/{alias} answers 200 with its ID. Any other template
+	// is another team's public one, as E2B's "base" is to every account:
+	// the route answers 403, which the SDKs read as "it exists".
+	Owned bool
+	// Public is the "public" field of that 200 answer.
+	Public bool
 }
 
 // DefaultTemplates returns the templates a Provider knows when
-// [Options.Templates] is nil: "base" (2 vCPU, 512 MiB memory, 512 MiB disk)
-// and "code-interpreter-v1" (2 vCPU, 1024 MiB memory, 1024 MiB disk).
+// [Options.Templates] is nil, the two the SDKs name by default: "base"
+// (2 vCPU, 512 MiB memory, 512 MiB disk; Sandbox's default template) and
+// "code-interpreter-v1" (2 vCPU, 1024 MiB memory, 1024 MiB disk; the Code
+// Interpreter SDK's). Both are E2B's public templates, not the account's
+// own (Owned false).
 func DefaultTemplates() map[string]Template {
 	return map[string]Template{
 		"base":                {ID: "rki5dems9wqfm4r03t7g", CPUCount: 2, MemoryMB: 512, DiskSizeMB: 512, EnvdVersion: DefaultEnvdVersion},
@@ -154,10 +164,22 @@ type Daemon interface {
 	Close()
 }
 
+// A Rebooter is a [Daemon] that can be cold-booted. The Provider reboots
+// the daemon of a sandbox paused with "memory": false when it is resumed;
+// a daemon without Reboot is kept as it was. [InMemoryDaemon]'s reboot
+// kills its processes, ends its watches, keeps its files and changes
+// /proc/sys/kernel/random/boot_id.
+type Rebooter interface {
+	Reboot()
+}
+
 // DaemonConfig tells [Options.NewDaemon] which sandbox it serves.
 type DaemonConfig struct {
 	// SandboxID is the sandbox's ID.
 	SandboxID string
+	// TemplateID is the ID of the template the sandbox was created from
+	// (envd exports it as E2B_TEMPLATE_ID).
+	TemplateID string
 	// AccessToken is the envdAccessToken the daemon must require in
 	// X-Access-Token; "" for a sandbox created on the v1 route without
 	// secure: true (every v2 sandbox has one).
@@ -194,6 +216,7 @@ type Provider struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandboxRecord
+	snapshots map[string]*snapshotRecord // by template ID
 }
 
 // New returns a Provider configured by opts; nil opts selects all defaults.
@@ -214,6 +237,7 @@ func New(opts *Options) *Provider {
 		routes:          opts.Routes,
 		canaryMode:      opts.Canaries,
 		sandboxes:       make(map[string]*sandboxRecord),
+		snapshots:       make(map[string]*snapshotRecord),
 	}
 	switch {
 	case opts.NoDaemon:
@@ -271,8 +295,10 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // newControlMux routes each control-plane operation of the route table to
 // its handler, the v2 routes of create and connect to theirs (journalled
-// under the same operation), the platform routes the fake does not
-// implement to a 501, and anything else to op "" and 404.
+// under the same operation), the routes outside the table (alias lookup,
+// fork, snapshots, network, resume, refreshes, logs, sandboxes' metrics)
+// to theirs, each journalled under its route, and anything else to op ""
+// and 404.
 func (p *Provider) newControlMux() *http.ServeMux {
 	handlers := map[string]func(http.ResponseWriter, *http.Request){
 		sandbox.OpListSandboxes:   p.handleList,
@@ -302,9 +328,9 @@ func (p *Provider) newControlMux() *http.ServeMux {
 		mux.Handle(sandbox.RouteCreateSandboxV2, p.controlPlane(sandbox.OpCreateSandbox, p.handleCreateV2))
 		mux.Handle(sandbox.RouteConnectSandboxV2, p.controlPlane(sandbox.OpConnectSandbox, p.handleConnectV2))
 	}
-	for _, route := range unimplementedRoutes() {
-		mux.Handle(route, p.controlPlane(route, p.handleUnimplemented))
-	}
+	mux.Handle(RouteTemplateAlias, p.controlPlane(RouteTemplateAlias, p.handleTemplateAlias))
+	p.registerForkRoutes(mux)
+	p.registerLegacyRoutes(mux)
 	mux.Handle("/", p.controlPlane("", p.handleUnknownRoute))
 	return mux
 }

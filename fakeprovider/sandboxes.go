@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"time"
@@ -153,9 +154,14 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request, v2 bool)
 		return
 	}
 	alias, tmpl, ok := p.lookupTemplate(body.TemplateID)
+	var snap *snapshotRecord
 	if !ok {
-		p.writeError(w, r, http.StatusNotFound, fmt.Sprintf("template '%s' not found", body.TemplateID))
-		return
+		p.update(func(time.Time) []Daemon { snap = p.findSnapshotLocked(body.TemplateID); return nil })
+		if snap == nil {
+			p.writeError(w, r, http.StatusNotFound, fmt.Sprintf("template '%s' not found", body.TemplateID))
+			return
+		}
+		alias, tmpl = snap.templateID, snap.tmpl
 	}
 	timeout := DefaultCreateTimeout
 	if v2 {
@@ -188,7 +194,13 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request, v2 bool)
 	// v2 has no "secure": all system communication with the sandbox is
 	// always secured (index.d.ts:2389); v1 keeps it opt-in.
 	secure := v2 || (body.Secure != nil && *body.Secure)
-	s := p.newRecord(newSandboxID(), alias, tmpl, secure, body.Metadata, body.EnvVars)
+	envVars := body.EnvVars
+	if snap != nil {
+		envVars = map[string]string{} // the snapshot's environment, then the request's
+		maps.Copy(envVars, snap.envVars)
+		maps.Copy(envVars, body.EnvVars)
+	}
+	s := p.newRecord(newSandboxID(), alias, tmpl, secure, body.Metadata, envVars)
 	s.allowInternetAccess = body.AllowInternetAccess
 	s.autoPause = body.AutoPause != nil && *body.AutoPause
 	s.autoResume = body.AutoResume != nil && body.AutoResume.Enabled != nil && *body.AutoResume.Enabled
@@ -207,6 +219,9 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request, v2 bool)
 	}
 	s.state = StateRunning
 	s.daemon = p.startDaemon(s)
+	if im, ok := s.daemon.(imager); ok && snap != nil && snap.image != nil {
+		im.Restore(snap.image) // a sandbox from a snapshot starts as its source was
+	}
 
 	var rep reply
 	p.update(func(now time.Time) []Daemon {
@@ -394,6 +409,7 @@ func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema 
 		return
 	}
 	var rep reply
+	var reboot Rebooter
 	p.update(func(now time.Time) []Daemon {
 		s := p.sandboxes[id]
 		switch {
@@ -404,6 +420,10 @@ func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema 
 				rep = p.limitReply()
 				return nil
 			}
+			if r, ok := s.daemon.(Rebooter); ok && s.coldResume {
+				reboot = r
+			}
+			s.coldResume = false
 			s.state = StateRunning
 			s.startedAt = now
 			s.endAt = p.clampEnd(s, now, d)
@@ -420,5 +440,8 @@ func (p *Provider) handleConnect(w http.ResponseWriter, r *http.Request, schema 
 		}
 		return nil
 	})
+	if reboot != nil {
+		reboot.Reboot()
+	}
 	p.write(w, r, rep)
 }

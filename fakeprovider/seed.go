@@ -248,6 +248,7 @@ func (p *Provider) startDaemon(s *sandboxRecord) Daemon {
 	}
 	return p.newDaemon(DaemonConfig{
 		SandboxID:   s.id,
+		TemplateID:  s.templateID,
 		AccessToken: s.envdAccessToken,
 		EnvVars:     maps.Clone(s.envVars),
 	})

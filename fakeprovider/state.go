@@ -93,6 +93,9 @@ type sandboxRecord struct {
 	omit                []string
 	zone                *time.Location // nil: UTC
 	daemon              Daemon
+	// coldResume is set by a pause with "memory": false: the next resume
+	// reboots the daemon.
+	coldResume bool
 }
 
 // A SandboxRecord is a snapshot of one sandbox's state in the fake, for

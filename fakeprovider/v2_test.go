@@ -257,23 +257,6 @@ func TestProvider_Metrics(t *testing.T) {
 	wantError(t, f.p, f.do("GET", "/sandboxes/inope/metrics", nil), 404, `Sandbox "inope" doesn't exist`)
 }
 
-func TestProvider_UnimplementedRoutesAreNotNotFound(t *testing.T) {
-	f := newFixture(t, nil)
-	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
-	for _, r := range []struct{ method, path string }{
-		{"POST", "/sandboxes/" + id + "/snapshots"},
-		{"GET", "/snapshots"},
-		{"DELETE", "/templates/snap"},
-		{"POST", "/sandboxes/" + id + "/fork"},
-		{"PUT", "/sandboxes/" + id + "/network"},
-		{"GET", "/sandboxes/" + id + "/logs"},
-	} {
-		wantError(t, f.p, f.do(r.method, r.path, nil), http.StatusNotImplemented, "This operation is not supported")
-	}
-	// They are authenticated like every platform route.
-	wantError(t, f.p, f.doWith("GET", "/snapshots", nil, nil), 401, "authorization header is missing")
-}
-
 func TestProvider_LegacyList(t *testing.T) {
 	f := newFixture(t, nil)
 	seedList(f)

@@ -33,9 +33,12 @@ and error bodies: create and connect on both route families (POST
 /v2/sandboxes and /v2/sandboxes/{id}/connect, as the JS SDK 2.x calls them;
 POST /sandboxes and /sandboxes/{id}/connect, as the Python SDK does), GET
 /v2/sandboxes and the legacy GET /sandboxes, GET/DELETE /sandboxes/{id}, and
-POST /sandboxes/{id}/timeout and /pause, GET /sandboxes/{id}/metrics. It keeps
-every sandbox in memory and forgets everything when it stops. Snapshots, fork
-and network updates answer 501 (see the fakeprovider package documentation
+POST /sandboxes/{id}/timeout and /pause, GET /sandboxes/{id}/metrics, fork
+(POST /sandboxes/{id}/fork), snapshots (POST /sandboxes/{id}/snapshots, GET
+/snapshots, DELETE /templates/{id}, create from a snapshot ID), network
+updates (PUT /sandboxes/{id}/network) and the template alias lookup (GET
+/templates/aliases/{alias}). It keeps every sandbox and snapshot in memory and
+forgets everything when it stops (see the fakeprovider package documentation
 for every known difference from the platform). Requests addressed to a
 sandbox's daemon (envd) - header E2b-Sandbox-Id, or host 49983-<id>.<domain> -
 go to that sandbox's in-memory daemon: a filesystem (home /home/user) and a

@@ -1,6 +1,7 @@
 package fakeenvd
 
 import (
+	"crypto/rand"
 	"fmt"
 	"io/fs"
 	"path"
@@ -20,8 +21,12 @@ const Hostname = "e2b.local"
 
 // Config describes the sandbox a [Daemon] serves.
 type Config struct {
-	// SandboxID is exported to processes as E2B_SANDBOX_ID.
+	// SandboxID is exported to processes as E2B_SANDBOX_ID and written to
+	// /run/e2b/.E2B_SANDBOX_ID.
 	SandboxID string
+	// TemplateID is exported to processes as E2B_TEMPLATE_ID and written to
+	// /run/e2b/.E2B_TEMPLATE_ID.
+	TemplateID string
 	// AccessToken, when not empty, is required as X-Access-Token on every
 	// request except GET /health (/files also accept a URL signature).
 	AccessToken string
@@ -124,6 +129,12 @@ func populate(m *MemFS, cfg Config, bins map[string]Builtin) error {
 			return fmt.Errorf("fakeenvd: populate %s: %w", a.home, err)
 		}
 	}
+	if err := populateRunDir(m, cfg); err != nil {
+		return err
+	}
+	if err := writeBootID(m); err != nil {
+		return err
+	}
 	files := map[string]string{
 		"/etc/hostname":   Hostname + "\n",
 		"/etc/passwd":     passwd.String(),
@@ -149,6 +160,57 @@ func populate(m *MemFS, cfg Config, bins map[string]Builtin) error {
 		}
 	}
 	return nil
+}
+
+// runDir is where envd leaves the sandbox's identity for programs that do
+// not read the environment (infra packages/envd/internal/host/mmds.go,
+// E2BRunDir).
+const runDir = "/run/e2b"
+
+// populateRunDir writes /run/e2b/.E2B_SANDBOX (mode 0444, envd's main.go)
+// and, when known, .E2B_SANDBOX_ID and .E2B_TEMPLATE_ID (mode 0666, envd's
+// host/mmds.go PollForMMDSOpts).
+func populateRunDir(m *MemFS, cfg Config) error {
+	if err := m.MkdirAllAs(runDir, 0o755, 0, 0); err != nil {
+		return fmt.Errorf("fakeenvd: populate %s: %w", runDir, err)
+	}
+	if err := writeRootFile(m, path.Join(runDir, ".E2B_SANDBOX"), []byte("true"), 0o444); err != nil {
+		return err
+	}
+	for name, value := range map[string]string{".E2B_SANDBOX_ID": cfg.SandboxID, ".E2B_TEMPLATE_ID": cfg.TemplateID} {
+		if value == "" {
+			continue
+		}
+		if err := writeRootFile(m, path.Join(runDir, name), []byte(value), 0o666); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bootIDPath is the kernel's boot ID: a random UUID made at each boot,
+// which programs (and E2B's own SDK tests) read to tell a resumed sandbox,
+// whose memory and kernel were restored, from a rebooted one.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// writeBootID gives the sandbox a fresh boot ID (read-only, as procfs
+// shows it: -r--r--r-- root).
+func writeBootID(m *MemFS) error {
+	if err := m.MkdirAllAs(path.Dir(bootIDPath), 0o555, 0, 0); err != nil {
+		return fmt.Errorf("fakeenvd: populate %s: %w", bootIDPath, err)
+	}
+	return writeRootFile(m, bootIDPath, []byte(newUUID()+"\n"), 0o444)
+}
+
+// newUUID returns a random (version 4) UUID in its text form.
+func newUUID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Errorf("fakeenvd: reading random bytes: %w", err))
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
 // writeRootFile writes a root-owned file.

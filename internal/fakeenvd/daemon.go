@@ -27,6 +27,8 @@ type Daemon struct {
 	fs    *MemFS
 	bins  map[string]Builtin
 	procs *procTable
+	// jobs are the shell's background jobs, by PID.
+	jobs *jobTable
 	// watchers are the polled watchers of CreateWatcher.
 	watchers watcherTable
 	mux      *http.ServeMux
@@ -66,7 +68,8 @@ func New(cfg Config) *Daemon {
 	fs.quota = cfg.DiskQuota
 	fs.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	d := &Daemon{cfg: cfg, fs: fs, bins: bins, procs: newProcTable(), ctx: ctx, cancel: cancel, memLimit: maxInMemory}
+	procs := newProcTable()
+	d := &Daemon{cfg: cfg, fs: fs, bins: bins, procs: procs, jobs: newJobTable(procs), ctx: ctx, cancel: cancel, memLimit: maxInMemory}
 	d.mux = d.routes()
 	return d
 }
@@ -127,6 +130,19 @@ func (d *Daemon) Close() {
 	})
 }
 
+// Reboot is what resuming a sandbox paused without its memory does (E2B
+// SDK pause(keep_memory=False): "resuming such a sandbox cold-boots
+// (reboots) it from disk, losing running processes and open connections"):
+// every process is killed, every watch ends, the filesystem stays, and
+// the kernel's boot ID changes.
+func (d *Daemon) Reboot() {
+	d.procs.killAll(closeWait)
+	d.watchers.closeAll()
+	if err := writeBootID(d.fs); err != nil {
+		panic(fmt.Sprintf("fakeenvd: reboot: %v", err))
+	}
+}
+
 // FS returns the sandbox filesystem, for tests and inspection.
 func (d *Daemon) FS() *MemFS { return d.fs }
 
@@ -151,7 +167,7 @@ func (d *Daemon) Builtins() []string {
 
 // shellFor returns the shell that runs processes as a.
 func (d *Daemon) shellFor(a account) *shell {
-	return &shell{fs: d.fs, bins: d.bins, acct: a, accounts: d.cfg.accounts(), memLimit: d.memLimit}
+	return &shell{fs: d.fs.As(a.uid, a.gid), bins: d.bins, jobs: d.jobs, acct: a, accounts: d.cfg.accounts(), memLimit: d.memLimit}
 }
 
 // resolvePath expands "~" and makes p absolute against the user's home,

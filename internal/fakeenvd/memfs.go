@@ -64,6 +64,16 @@ func (n *node) size() int64 {
 // (ENOENT, EEXIST, ENOTDIR, EISDIR, ENOTEMPTY, ENOSPC, ELOOP, EINVAL, …), so
 // errors.Is(err, fs.ErrNotExist) and friends work.
 type MemFS struct {
+	*memTree
+	// cred is the user whose permissions every operation checks, as the
+	// kernel checks a process's; nil for envd itself, which runs as root
+	// and checks nothing (infra packages/envd: /files and the filesystem
+	// RPCs open paths as root, then chown to the requesting user).
+	cred *credential
+}
+
+// memTree is the tree and its accounting, shared by every view of a MemFS.
+type memTree struct {
 	mu    sync.RWMutex
 	root  *node
 	home  string
@@ -74,15 +84,68 @@ type MemFS struct {
 	hub   watchHub
 }
 
+// credential is a non-root user's ids.
+type credential struct{ uid, gid int }
+
 // NewMemFS returns an empty tree (only "/", owned by root) that resolves
 // relative paths against home, owns new entries by uid/gid and limits file
 // contents to quota bytes (<= 0 means no limit).
 func NewMemFS(home string, uid, gid int, quota int64) *MemFS {
-	return &MemFS{
+	return &MemFS{memTree: &memTree{
 		root: &node{mode: fs.ModeDir | 0o755, children: map[string]*node{}, mtime: time.Now(), linked: true},
 		home: path.Clean("/" + home), quota: quota, uid: uid, gid: gid,
-	}
+	}}
 }
+
+// As returns a view of the same tree whose operations are checked against
+// the permissions of uid/gid, as Linux checks a process running as that
+// user: search (x) on every directory walked, read or write on the file
+// opened, write and search on the directory whose entries change, the
+// sticky bit, and ownership for chmod, chown and utimes. uid 0 (root) is
+// checked for nothing.
+func (m *MemFS) As(uid, gid int) *MemFS {
+	if uid == 0 {
+		return &MemFS{memTree: m.memTree}
+	}
+	return &MemFS{memTree: m.memTree, cred: &credential{uid: uid, gid: gid}}
+}
+
+// Permission bits asked of may.
+const (
+	permRead  fs.FileMode = 4
+	permWrite fs.FileMode = 2
+	permExec  fs.FileMode = 1
+)
+
+// may reports whether the view's user has all of want (permRead,
+// permWrite, permExec) on n: the owner's bits for its owner, the group's
+// for its group, the others' otherwise.
+func (m *MemFS) may(n *node, want fs.FileMode) bool {
+	if m.cred == nil {
+		return true
+	}
+	perm := n.mode.Perm()
+	switch {
+	case n.uid == m.cred.uid:
+		perm >>= 6
+	case n.gid == m.cred.gid:
+		perm >>= 3
+	}
+	return perm&want == want
+}
+
+// mayChangeEntry reports whether the user may remove or rename child of
+// dir: write and search on dir and, when dir is sticky (/tmp), ownership
+// of child or dir.
+func (m *MemFS) mayChangeEntry(dir, child *node) bool {
+	if !m.may(dir, permWrite|permExec) {
+		return false
+	}
+	return m.cred == nil || dir.mode&fs.ModeSticky == 0 || child.uid == m.cred.uid || dir.uid == m.cred.uid
+}
+
+// owns reports whether the user owns n (root owns everything).
+func (m *MemFS) owns(n *node) bool { return m.cred == nil || n.uid == m.cred.uid }
 
 // Abs returns the clean absolute form of name: relative names are joined to
 // the home directory.
@@ -122,6 +185,9 @@ func (m *MemFS) resolve(op, p string, followLast bool, hops *int) (*node, string
 	for i, c := range comps {
 		if !cur.isDir() {
 			return nil, "", pathErr(op, p, syscall.ENOTDIR)
+		}
+		if !m.may(cur, permExec) {
+			return nil, "", pathErr(op, p, syscall.EACCES)
 		}
 		child, ok := cur.children[c]
 		if !ok {

@@ -60,6 +60,9 @@ func (m *MemFS) OpenFileAs(name string, flag int, perm fs.FileMode, uid, gid int
 	if n.isDir() && writable {
 		return nil, pathErr("open", p, syscall.EISDIR)
 	}
+	if !created && (!m.may(n, openPerm(flag)) || flag&os.O_TRUNC != 0 && !m.may(n, permWrite)) {
+		return nil, pathErr("open", p, syscall.EACCES)
+	}
 	if flag&os.O_TRUNC != 0 && writable && n.mode.IsRegular() {
 		m.grow(n, -int64(len(n.data)))
 		n.data = nil
@@ -69,6 +72,17 @@ func (m *MemFS) OpenFileAs(name string, flag int, perm fs.FileMode, uid, gid int
 		}
 	}
 	return &File{fs: m, n: n, name: p, flag: flag}, nil
+}
+
+// openPerm is the access an open(2) flag asks for.
+func openPerm(flag int) fs.FileMode {
+	switch flag & (os.O_RDONLY | os.O_WRONLY | os.O_RDWR) {
+	case os.O_WRONLY:
+		return permWrite
+	case os.O_RDWR:
+		return permRead | permWrite
+	}
+	return permRead
 }
 
 // createLocked makes an empty regular file at p. A dangling symlink at p is
@@ -86,6 +100,12 @@ func (m *MemFS) createLocked(p string, perm fs.FileMode, uid, gid int) (*node, e
 			}
 			p = path.Clean(t)
 			continue
+		}
+		if !m.may(dir, permWrite|permExec) {
+			return nil, pathErr("open", p, syscall.EACCES)
+		}
+		if uid < 0 && m.cred != nil {
+			uid, gid = m.cred.uid, m.cred.gid
 		}
 		n := m.newNode(perm.Perm()&^umask, uid, gid)
 		dir.children[base] = n

@@ -56,6 +56,9 @@ func (m *MemFS) ReadDir(name string) ([]fs.DirEntry, error) {
 	if !n.isDir() {
 		return nil, pathErr("readdirent", m.Abs(name), syscall.ENOTDIR)
 	}
+	if !m.may(n, permRead) {
+		return nil, pathErr("open", m.Abs(name), syscall.EACCES)
+	}
 	names := make([]string, 0, len(n.children))
 	for k := range n.children {
 		names = append(names, k)
@@ -88,6 +91,12 @@ func (m *MemFS) mkdirLocked(name string, perm fs.FileMode, uid, gid int) error {
 	}
 	if _, ok := dir.children[base]; ok {
 		return pathErr("mkdir", m.Abs(name), syscall.EEXIST)
+	}
+	if !m.may(dir, permWrite|permExec) {
+		return pathErr("mkdir", m.Abs(name), syscall.EACCES)
+	}
+	if uid < 0 && m.cred != nil {
+		uid, gid = m.cred.uid, m.cred.gid
 	}
 	dir.children[base] = m.newNode(fs.ModeDir|(perm.Perm()&^umask), uid, gid)
 	dir.mtime = time.Now()
@@ -143,6 +152,9 @@ func (m *MemFS) Remove(name string) error {
 	if n.isDir() && len(n.children) > 0 {
 		return pathErr("remove", m.Abs(name), syscall.ENOTEMPTY)
 	}
+	if !m.mayChangeEntry(dir, n) {
+		return pathErr("remove", m.Abs(name), syscall.EACCES)
+	}
 	delete(dir.children, base)
 	dir.mtime = time.Now()
 	m.unlink(n)
@@ -166,10 +178,34 @@ func (m *MemFS) RemoveAll(name string) error {
 	if !ok {
 		return nil
 	}
+	if err := m.mayRemoveTree(path.Join(dirPath, base), dir, n); err != nil {
+		return err
+	}
 	delete(dir.children, base)
 	dir.mtime = time.Now()
 	m.emitTree(path.Join(dirPath, base), n)
 	m.unlink(n)
+	return nil
+}
+
+// mayRemoveTree checks that the user may remove n from dir and, for a
+// directory, read, search and empty it and everything below (rm -r as
+// that user: it stops at the first entry it may not remove).
+func (m *MemFS) mayRemoveTree(p string, dir, n *node) error {
+	if !m.mayChangeEntry(dir, n) {
+		return pathErr("unlinkat", p, syscall.EACCES)
+	}
+	if !n.isDir() || len(n.children) == 0 {
+		return nil
+	}
+	if !m.may(n, permRead|permExec) {
+		return pathErr("open", p, syscall.EACCES)
+	}
+	for name, c := range n.children {
+		if err := m.mayRemoveTree(path.Join(p, name), n, c); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -196,6 +232,12 @@ func (m *MemFS) Rename(oldname, newname string) error {
 	}
 	src := path.Join(odirPath, obase)
 	dst := path.Join(ndirPath, nbase)
+	if !m.mayChangeEntry(odir, n) || !m.may(ndir, permWrite|permExec) {
+		return linkErr(syscall.EACCES)
+	}
+	if old, ok := ndir.children[nbase]; ok && !m.mayChangeEntry(ndir, old) {
+		return linkErr(syscall.EACCES)
+	}
 	if src == dst {
 		return nil
 	}
@@ -239,6 +281,12 @@ func (m *MemFS) SymlinkAs(target, newname string, uid, gid int) error {
 	if _, ok := dir.children[base]; ok {
 		return pathErr("symlink", m.Abs(newname), syscall.EEXIST)
 	}
+	if !m.may(dir, permWrite|permExec) {
+		return pathErr("symlink", m.Abs(newname), syscall.EACCES)
+	}
+	if uid < 0 && m.cred != nil {
+		uid, gid = m.cred.uid, m.cred.gid
+	}
 	n := m.newNode(fs.ModeSymlink|0o777, uid, gid)
 	n.target = target
 	dir.children[base] = n
@@ -269,6 +317,9 @@ func (m *MemFS) Chmod(name string, mode fs.FileMode) error {
 	if err != nil {
 		return err
 	}
+	if !m.owns(n) {
+		return pathErr("chmod", m.Abs(name), syscall.EPERM)
+	}
 	keep := fs.ModeType | fs.ModeCharDevice
 	n.mode = n.mode&keep | mode&(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid)
 	m.emit(p, envdapi.EventTypeChmod)
@@ -284,6 +335,9 @@ func (m *MemFS) SetMetadata(name string, meta map[string]string) error {
 	n, p, err := m.lookup("setxattr", name, true)
 	if err != nil {
 		return err
+	}
+	if !m.may(n, permWrite) {
+		return pathErr("setxattr", m.Abs(name), syscall.EACCES)
 	}
 	if len(meta) == 0 && len(n.meta) == 0 {
 		return nil // no xattr to write or remove, so no event
@@ -305,6 +359,10 @@ func (m *MemFS) Chown(name string, uid, gid int) error {
 	if err != nil {
 		return err
 	}
+	// Only root may give a file away; an owner may only keep its ids.
+	if m.cred != nil && (uid != n.uid || gid != n.gid && gid != m.cred.gid || !m.owns(n)) {
+		return pathErr("chown", m.Abs(name), syscall.EPERM)
+	}
 	n.uid, n.gid = uid, gid
 	m.emit(p, envdapi.EventTypeChmod)
 	return nil
@@ -317,6 +375,9 @@ func (m *MemFS) Chtimes(name string, mtime time.Time) error {
 	n, p, err := m.lookup("chtimes", name, true)
 	if err != nil {
 		return err
+	}
+	if !m.owns(n) && !m.may(n, permWrite) {
+		return pathErr("chtimes", m.Abs(name), syscall.EACCES)
 	}
 	n.mtime = mtime
 	m.emit(p, envdapi.EventTypeChmod)

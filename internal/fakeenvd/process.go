@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,9 @@ type process struct {
 	killed   chan struct{}
 	killOnce sync.Once
 	done     chan struct{}
+	// timedOut is set before the kill of a process whose Connect-Timeout-Ms
+	// expired, so that its Start stream ends with deadline_exceeded.
+	timedOut atomic.Bool
 
 	stdinR  *os.File
 	stdinMu sync.Mutex
@@ -126,6 +130,16 @@ func (t *procTable) add(p *process) {
 	p.pid = t.next
 	t.next++
 	t.procs[p.pid] = p
+}
+
+// allocPID hands out a PID without a process: the background jobs of the
+// shell share the daemon's PID sequence.
+func (t *procTable) allocPID() uint32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pid := t.next
+	t.next++
+	return pid
 }
 
 func (t *procTable) remove(pid uint32) {
@@ -222,7 +236,10 @@ func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec st
 func (t *procTable) run(p *process, spec startSpec) {
 	defer close(p.done)
 	if spec.timeout > 0 {
-		timer := time.AfterFunc(spec.timeout, func() { p.signal(syscall.SIGKILL) })
+		timer := time.AfterFunc(spec.timeout, func() {
+			p.timedOut.Store(true)
+			p.signal(syscall.SIGKILL)
+		})
 		defer timer.Stop()
 	}
 	stdout, stderr := streamWriter{p.out, kindStdout}, streamWriter{p.out, kindStderr}

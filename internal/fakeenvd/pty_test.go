@@ -61,6 +61,10 @@ func TestPTY(t *testing.T) {
 	send("false\r")
 	send("echo $? $COLUMNS x $LINES; pwd\r")
 	readUntil("1 120 x 40\r\n/tmp\r\n")
+	// Job control across lines, as in bash -i.
+	send("sleep 30 &\r")
+	send("kill %1; wait %1; echo \"job $?\"\r")
+	readUntil("job 143\r\n")
 	if !strings.Contains(out.String(), "echo $? $COLUMNS x $LINES; pwd\r\n") {
 		t.Errorf("input not echoed: %q", out.String())
 	}

@@ -38,14 +38,27 @@ func keepaliveInterval(h http.Header) time.Duration {
 	return time.Duration(n) * time.Second
 }
 
-// processEnv is the environment of a new process: PATH, HOME, USER and
-// LOGNAME, then the sandbox's variables, then the request's (later
-// values win).
+// eventsAddress is E2B_EVENTS_ADDRESS: envd sets it to the orchestrator's
+// in-sandbox address once /init names it (infra packages/envd/internal/api/
+// init.go SetupHyperloop), which is 192.0.2.1 unless the cluster changes it
+// (packages/orchestrator/pkg/sandbox/network/pool.go SANDBOX_ORCHESTRATOR_IP).
+const eventsAddress = "http://192.0.2.1"
+
+// processEnv is the environment of a new process as envd builds it (infra
+// packages/envd/internal/services/process/handler/handler.go): PATH, HOME,
+// USER and LOGNAME, then envd's defaults (E2B_SANDBOX from main.go;
+// E2B_SANDBOX_ID and E2B_TEMPLATE_ID from host/mmds.go; E2B_EVENTS_ADDRESS
+// from api/init.go; the sandbox's envVars from /init), then the request's
+// (later values win).
 func (d *Daemon) processEnv(a account, envs map[string]string) []string {
 	env := []string{"PATH=" + defaultPath, "HOME=" + a.home, "USER=" + a.name, "LOGNAME=" + a.name, "E2B_SANDBOX=true"}
 	if d.cfg.SandboxID != "" {
 		env = append(env, "E2B_SANDBOX_ID="+d.cfg.SandboxID)
 	}
+	if d.cfg.TemplateID != "" {
+		env = append(env, "E2B_TEMPLATE_ID="+d.cfg.TemplateID)
+	}
+	env = append(env, "E2B_EVENTS_ADDRESS="+eventsAddress)
 	for _, m := range []map[string]string{d.cfg.EnvVars, envs} {
 		keys := make([]string, 0, len(m))
 		for k := range m {
@@ -107,7 +120,22 @@ func (d *Daemon) rpcStart(ctx context.Context, req *connect.Request[envdapi.Star
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header()), p.deadlineErr))
+}
+
+// deadlineErr is how a Start stream ends once the process has ended: nil
+// (send the end event), or, when the process was killed because the
+// request's Connect-Timeout-Ms expired, deadline_exceeded. envd returns the
+// request context's error there (infra packages/envd/internal/services/
+// process/start.go: "case <-ctx.Done(): cancel(ctx.Err())"), so the SDKs
+// raise their TimeoutError, never CommandExitError. Deciding it from the
+// process rather than from whichever of the two timers fires first makes
+// the answer the same every time.
+func (p *process) deadlineErr() error {
+	if p.timedOut.Load() {
+		return connect.NewError(connect.CodeDeadlineExceeded, context.DeadlineExceeded)
+	}
+	return nil
 }
 
 func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.ConnectRequest], stream *connect.ServerStream[envdapi.ConnectResponse]) error {
@@ -124,7 +152,7 @@ func (d *Daemon) rpcConnect(ctx context.Context, req *connect.Request[envdapi.Co
 	if err := send(envdapi.ProcessEvent{Start: &envdapi.StartEvent{Pid: p.pid}}); err != nil {
 		return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending start event: %w", err))
 	}
-	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header())))
+	return d.cutIfGone(pump(ctx, d.ctx.Done(), sub, send, keepaliveInterval(req.Header()), nil))
 }
 
 // errGone ends a stream whose sandbox was killed or expired.
@@ -145,8 +173,10 @@ func (d *Daemon) cutIfGone(err error) error {
 // pump forwards a subscription's events to a stream until the end event,
 // sending keepalives when nothing else was sent for a whole interval. The
 // process keeps running when the client goes away. Once gone is closed
-// (the daemon was closed) it sends nothing more and returns errGone.
-func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration) error {
+// (the daemon was closed) it sends nothing more and returns errGone. When
+// endErr (may be nil) returns an error at the end event, the stream ends
+// with that error instead of the event.
+func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send func(envdapi.ProcessEvent) error, keepalive time.Duration, endErr func() error) error {
 	var tick <-chan time.Time
 	var ticker *time.Ticker
 	if keepalive > 0 {
@@ -172,6 +202,11 @@ func pump(ctx context.Context, gone <-chan struct{}, sub *subscription, send fun
 			}
 			if !ok {
 				return connect.NewError(connect.CodeUnavailable, errors.New("process event stream aborted"))
+			}
+			if ev.End != nil && endErr != nil {
+				if err := endErr(); err != nil {
+					return err
+				}
 			}
 			if err := send(ev); err != nil {
 				return connect.NewError(connect.CodeUnknown, fmt.Errorf("error sending event: %w", err))

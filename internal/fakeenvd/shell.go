@@ -26,6 +26,7 @@ const noFifoTmpDir = "/dev/null/sandboxkit-no-tmpdir"
 type shell struct {
 	fs        *MemFS
 	bins      map[string]Builtin
+	jobs      *jobTable
 	acct      account
 	accounts  []account
 	calls     atomic.Uint64 // calls seen by callHandler, to sample the depth check
@@ -82,14 +83,12 @@ func (s *shell) runScript(ctx context.Context, inv *Invocation, sc script) int {
 		fmt.Fprintf(inv.Stderr, "%s: %v\n", sc.name, err)
 		return 2
 	}
+	sj := newShellJobs(file)
+	ctx = withShellJobs(ctx, sj)
 	err = r.Run(ctx, file)
-	if ctx.Err() == nil {
-		// `bash -c 'job &'` keeps the output pipe open until the job ends;
-		// wait for background jobs so their output is not lost.
-		if w, perr := syntax.NewParser().Parse(strings.NewReader("wait"), ""); perr == nil {
-			_ = r.Run(ctx, w.Stmts[0])
-		}
-	}
+	// `bash -c 'job &'` keeps the output pipe open until the job ends;
+	// wait for background jobs so their output is not lost.
+	sj.waitAll(ctx)
 	var es interp.ExitStatus
 	switch {
 	case err == nil:

@@ -57,6 +57,16 @@ func (s *shell) runCommand(ctx context.Context, parent *Invocation, args []strin
 		return s.fakeType(&inv)
 	case name == commandVCmd:
 		return s.fakeCommandV(&inv)
+	case name == bgCmd:
+		return s.startJob(ctx, &inv)
+	case name == lastPIDCmd:
+		return s.lastPID(ctx, &inv)
+	case name == waitCmd:
+		return s.runWait(ctx, &inv)
+	case name == killCmd:
+		return s.runKill(ctx, &inv)
+	case name == jobsCmd:
+		return s.runJobs(ctx, &inv)
 	case strings.Contains(name, "/"):
 		return s.runPath(ctx, &inv, name)
 	}

@@ -45,6 +45,12 @@ func (s *shell) rewriteProbe(hc interp.HandlerContext, args []string) []string {
 		}
 	case "type":
 		return append([]string{typeCmd}, args[1:]...)
+	case "wait":
+		return append([]string{waitCmd}, args[1:]...)
+	case "kill":
+		return append([]string{killCmd}, args[1:]...)
+	case "jobs":
+		return append([]string{jobsCmd}, args[1:]...)
 	case "command":
 		if len(args) > 1 && (args[1] == "-v" || args[1] == "-V") {
 			return append([]string{commandVCmd}, args[1:]...)
@@ -145,11 +151,42 @@ func (s *shell) openHandler(ctx context.Context, name string, flag int, perm os.
 		}
 	}
 	f, err := s.fs.OpenFileAs(abs, flag, perm, s.acct.uid, s.acct.gid)
+	if err != nil && flag&(os.O_WRONLY|os.O_RDWR) != 0 {
+		return nil, redirError(asPathError(err, "open", name))
+	}
 	if err != nil {
 		return nil, asPathError(err, "open", name)
 	}
 	return f, nil
 }
+
+// redirError words a failed output redirection as bash does ("bash: PATH:
+// Permission denied"): the interpreter prints an open handler's
+// *fs.PathError as it is, and only that type is not fatal to the script.
+// Opens for reading keep Go's wording ("open PATH: ..."): `source` opens
+// through the same handler and adds its own prefix.
+func redirError(err error) error {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	if !errors.As(err, &pe) || !errors.As(pe.Err, &errno) {
+		return err
+	}
+	return &fs.PathError{Op: "bash:", Path: pe.Path, Err: strerror{errno}}
+}
+
+// strerror is an errno worded as C's strerror words it ("Permission
+// denied"), as bash prints it; errors.Is still sees the errno.
+type strerror struct{ errno syscall.Errno }
+
+func (e strerror) Error() string {
+	msg := e.errno.Error()
+	if msg == "" {
+		return msg
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:]
+}
+
+func (e strerror) Unwrap() error { return e.errno }
 
 // statHandler serves test -e/-f/-d, [[ ]] and cd from the memory filesystem.
 func (s *shell) statHandler(_ context.Context, name string, followSymlinks bool) (fs.FileInfo, error) {

@@ -50,7 +50,8 @@ func (c crlfWriter) Write(p []byte) (int, error) {
 // backspace, ^C discards the line, ^D on an empty line exits), run in one
 // interpreter so that cd and variables persist. Before each line COLUMNS
 // and LINES are set from size, as bash's checkwinsize does. Commands read
-// an empty stdin: the fake has no job control or raw mode.
+// an empty stdin: the fake has no raw mode. Jobs (cmd &) are the fake's,
+// as in scripts, and are not waited for when the shell exits.
 func (s *shell) runInteractive(ctx context.Context, inv *Invocation, in io.Reader, size func() envdapi.PTYSize) int {
 	ctx, err := s.nestShell(ctx)
 	if err != nil {
@@ -66,6 +67,7 @@ func (s *shell) runInteractive(ctx context.Context, inv *Invocation, in io.Reade
 		fmt.Fprintf(term, "bash: %v\r\n", err)
 		return 2
 	}
+	ctx = withShellJobs(ctx, &shellJobs{changed: make(chan struct{})})
 	prompt := func() {
 		dir := r.Dir
 		if dir == inv.Home {
@@ -132,6 +134,9 @@ func (s *shell) interactiveLine(ctx context.Context, r *interp.Runner, inv *Invo
 	if err != nil {
 		fmt.Fprintf(inv.Stderr, "bash: %v\n", err)
 		return 2
+	}
+	if sj := shellJobsOf(ctx); sj != nil {
+		sj.adopt(file)
 	}
 	err = r.Run(ctx, file)
 	var es interp.ExitStatus
