@@ -53,7 +53,11 @@ func (k *jsKernel) install() {
 
 	_ = k.vm.Set("require", func(call goja.FunctionCall) goja.Value {
 		name := call.Argument(0).String()
-		e := k.vm.NewGoError(fmt.Errorf("Cannot find module '%s' (sandboxkit's fake code interpreter runs JavaScript in goja, without Node's modules)", name))
+		msg := fmt.Sprintf("Cannot find module '%s' (sandboxkit's fake code interpreter runs JavaScript in goja, without Node's modules)", name)
+		e, err := k.vm.New(k.vm.Get("Error"), k.vm.ToValue(msg))
+		if err != nil {
+			panic(err)
+		}
 		_ = e.Set("code", "MODULE_NOT_FOUND")
 		panic(e)
 	})

@@ -26,13 +26,13 @@ const pyVersion = "3.11.0 (sandboxkit fake code interpreter: Starlark dialect)"
 func pyBuiltins(k *pythonKernel) starlark.StringDict {
 	modules := pyModules(k)
 	return starlark.StringDict{
-		"print":            starlark.NewBuiltin("print", pyPrint),
-		"display":          starlark.NewBuiltin("display", pyDisplay),
-		"sum":              starlark.NewBuiltin("sum", pySum),
-		"round":            starlark.NewBuiltin("round", pyRound),
-		"__raise__":        starlark.NewBuiltin("__raise__", pyRaise),
-		"__import__":       starlark.NewBuiltin("__import__", pyImport(modules)),
-		"__import_from__":  starlark.NewBuiltin("__import_from__", pyImportFrom(modules)),
+		"print":           starlark.NewBuiltin("print", pyPrint),
+		"display":         starlark.NewBuiltin("display", pyDisplay),
+		"sum":             starlark.NewBuiltin("sum", pySum),
+		"round":           starlark.NewBuiltin("round", pyRound),
+		"__raise__":       starlark.NewBuiltin("__raise__", pyRaise),
+		"__import__":      starlark.NewBuiltin("__import__", pyImport(modules)),
+		"__import_from__": starlark.NewBuiltin("__import_from__", pyImportFrom(modules)),
 	}
 }
 
@@ -45,8 +45,10 @@ func pyModules(k *pythonKernel) map[string]starlark.Value {
 		"os": &starlarkstruct.Module{Name: "os", Members: starlark.StringDict{
 			"environ": k.environ,
 			"getenv":  starlark.NewBuiltin("getenv", k.getenv),
-			"getcwd":  starlark.NewBuiltin("getcwd", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) { return starlark.String(k.cwd), nil }),
-			"sep":     starlark.String("/"),
+			"getcwd": starlark.NewBuiltin("getcwd", func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error) {
+				return starlark.String(k.cwd), nil
+			}),
+			"sep": starlark.String("/"),
 			"path": &starlarkstruct.Module{Name: "os.path", Members: starlark.StringDict{
 				"join": starlark.NewBuiltin("join", pyPathJoin),
 			}},
@@ -283,7 +285,9 @@ func pyStream(name string, w func(kernelOutput) io.Writer) *pyStreamValue {
 
 var _ starlark.HasAttrs = (*pyStreamValue)(nil)
 
-func (s *pyStreamValue) String() string        { return fmt.Sprintf("<_io.TextIOWrapper name='<%s>'>", s.name) }
+func (s *pyStreamValue) String() string {
+	return fmt.Sprintf("<_io.TextIOWrapper name='<%s>'>", s.name)
+}
 func (s *pyStreamValue) Type() string          { return "TextIOWrapper" }
 func (s *pyStreamValue) Freeze()               {}
 func (s *pyStreamValue) Truth() starlark.Bool  { return true }

@@ -77,9 +77,9 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, contexts: map[string]*codeContext{}, defaults: map[string]string{}}
 	for _, lang := range []string{LangPython, LangJavaScript} {
-		c, err := s.createContext(lang, DefaultCwd)
-		if err != nil {
-			panic(fmt.Sprintf("fakecodeinterp.New: %v", err)) // both kernels are built in
+		c, msg := s.createContext(lang, DefaultCwd)
+		if c == nil {
+			panic("fakecodeinterp.New: " + msg) // both kernels are built in
 		}
 		s.defaults[lang] = c.id
 	}
@@ -201,9 +201,9 @@ func (s *Server) contextFor(req executeRequest) (*codeContext, int, string) {
 			return c, 0, ""
 		}
 	}
-	c, err := s.createContextLocked(lang, DefaultCwd)
-	if err != nil {
-		return nil, http.StatusInternalServerError, err.Error()
+	c, msg := s.createContextLocked(lang, DefaultCwd)
+	if c == nil {
+		return nil, http.StatusInternalServerError, msg
 	}
 	s.defaults[lang] = c.id
 	return c, 0, ""
@@ -218,34 +218,36 @@ func (s *Server) handleCreateContext(w http.ResponseWriter, r *http.Request) {
 	if cwd == "" {
 		cwd = DefaultCwd
 	}
-	c, err := s.createContext(normalizeLanguage(req.Language), cwd)
-	if err != nil {
-		writeText(w, http.StatusInternalServerError, err.Error())
+	c, msg := s.createContext(normalizeLanguage(req.Language), cwd)
+	if c == nil {
+		writeText(w, http.StatusInternalServerError, msg)
 		return
 	}
 	writeJSON(w, http.StatusOK, c.describe())
 }
 
-func (s *Server) createContext(lang, cwd string) (*codeContext, error) {
+// createContext adds a context, or returns nil and the server's 500
+// message.
+func (s *Server) createContext(lang, cwd string) (*codeContext, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.createContextLocked(lang, cwd)
 }
 
-func (s *Server) createContextLocked(lang, cwd string) (*codeContext, error) {
+func (s *Server) createContextLocked(lang, cwd string) (*codeContext, string) {
 	if s.closed {
-		return nil, errors.New("Failed to create context: the sandbox is gone")
+		return nil, "Failed to create context: the sandbox is gone"
 	}
 	c := &codeContext{id: newContextID(), language: lang, cwd: cwd, newKernel: s.kernelFactory(lang)}
 	if c.newKernel == nil {
 		// The real server fails in Jupyter's POST /api/sessions with an
 		// unknown kernel name and answers 500 "Failed to create context: ..."
 		// (template/server/contexts.py create_context).
-		return nil, fmt.Errorf("Failed to create context: no kernel for language %q in the fake code interpreter (it runs python, javascript and bash)", lang)
+		return nil, fmt.Sprintf("Failed to create context: no kernel for language %q in the fake code interpreter (it runs python, javascript and bash)", lang)
 	}
 	c.kernel = c.newKernel(cwd, s.cfg.EnvVars)
 	s.contexts[c.id] = c
-	return c, nil
+	return c, ""
 }
 
 // kernelFactory returns the constructor of lang's kernel, or nil.
