@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -49,6 +50,7 @@ func (k *jsKernel) install() {
 	_ = process.Set("argv", []string{"node"})
 	_ = process.Set("cwd", func() string { return k.cwd })
 	_ = process.Set("chdir", func(dir string) { k.cwd = dir })
+	_ = process.Set("exit", func(code int) { k.vm.Interrupt(jsExit{code}) })
 	_ = k.vm.Set("process", process)
 
 	_ = k.vm.Set("require", func(call goja.FunctionCall) goja.Value {
@@ -126,6 +128,10 @@ func (k *jsKernel) exec(ctx context.Context, code string, out kernelOutput) (*Re
 func (k *jsKernel) jsError(err error) *ExecError {
 	var interrupted *goja.InterruptedError
 	if errors.As(err, &interrupted) {
+		if exit, ok := interrupted.Value().(jsExit); ok {
+			v := strconv.Itoa(exit.code)
+			return &ExecError{Name: "ProcessExit", Value: v, Traceback: "process.exit(" + v + ")"}
+		}
 		return &ExecError{Name: "Interrupted", Value: "execution interrupted", Traceback: "Interrupted: execution interrupted"}
 	}
 	var syntaxErr *goja.CompilerSyntaxError
@@ -144,3 +150,6 @@ func (k *jsKernel) jsError(err error) *ExecError {
 	}
 	return &ExecError{Name: "Error", Value: err.Error(), Traceback: err.Error()}
 }
+
+// jsExit is the interrupt value of process.exit(code).
+type jsExit struct{ code int }

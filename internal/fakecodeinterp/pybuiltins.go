@@ -58,7 +58,8 @@ func pyModules(k *pythonKernel) map[string]starlark.Value {
 			"stderr":   stderr,
 			"version":  starlark.String(pyVersion),
 			"platform": starlark.String("linux"),
-			"argv":     starlark.NewList([]starlark.Value{starlark.String("")}),
+			"argv":     pyStrings(k.argv),
+			"exit":     starlark.NewBuiltin("exit", pySysExit),
 		}},
 		"math": starmath.Module,
 		"json": &starlarkstruct.Module{Name: "json", Members: starlark.StringDict{
@@ -382,4 +383,30 @@ func joinRepr(n int, at func(int) starlark.Value) string {
 		parts[i] = pyRepr(at(i))
 	}
 	return strings.Join(parts, ", ")
+}
+
+func pyStrings(ss []string) *starlark.List {
+	l := make([]starlark.Value, len(ss))
+	for i, s := range ss {
+		l[i] = starlark.String(s)
+	}
+	return starlark.NewList(l)
+}
+
+// pySysExit is sys.exit([code]): status 0 for None, the int, or 1 after
+// printing a message.
+func pySysExit(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var arg starlark.Value = starlark.None
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 0, &arg); err != nil {
+		return nil, err
+	}
+	switch v := arg.(type) {
+	case starlark.NoneType:
+		return nil, &pyExit{0}
+	case starlark.Int:
+		n, _ := v.Int64()
+		return nil, &pyExit{int(n)}
+	}
+	_, _ = io.WriteString(running(thread).out.stderr, pyStr(arg)+"\n")
+	return nil, &pyExit{1}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,10 +37,16 @@ type pythonKernel struct {
 	globals starlark.StringDict
 	environ *starlark.Dict
 	cwd     string
+	argv    []string // sys.argv
 }
 
 func newPythonKernel(cwd string, env map[string]string) *pythonKernel {
-	k := &pythonKernel{environ: starlark.NewDict(len(env)), cwd: cwd}
+	return newPythonProgram(cwd, env, []string{""})
+}
+
+// newPythonProgram is a kernel for one program run with sys.argv argv.
+func newPythonProgram(cwd string, env map[string]string, argv []string) *pythonKernel {
+	k := &pythonKernel{environ: starlark.NewDict(len(env)), cwd: cwd, argv: argv}
 	for key, v := range env {
 		_ = k.environ.SetKey(starlark.String(key), starlark.String(v))
 	}
@@ -229,6 +236,11 @@ type pyException struct{ name, value string }
 
 func (e *pyException) Error() string { return e.name + ": " + e.value }
 
+// pyExit is sys.exit(code).
+type pyExit struct{ code int }
+
+func (e *pyExit) Error() string { return fmt.Sprintf("SystemExit: %d", e.code) }
+
 // pyErrorNames maps Starlark's runtime messages to the Python exception
 // a CPython program would have raised.
 var pyErrorNames = []struct{ substr, name, value string }{
@@ -251,6 +263,11 @@ var pyErrorNames = []struct{ substr, name, value string }{
 // shows: the exception name, its message and a traceback of the cell's
 // frames.
 func pyError(ctx context.Context, err error) *ExecError {
+	var exit *pyExit
+	if errors.As(err, &exit) {
+		v := strconv.Itoa(exit.code)
+		return &ExecError{Name: "SystemExit", Value: v, Traceback: "SystemExit: " + v}
+	}
 	var exc *pyException
 	if errors.As(err, &exc) {
 		return &ExecError{Name: exc.name, Value: exc.value, Traceback: pyTraceback(err, exc.name, exc.value)}
