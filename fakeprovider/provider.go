@@ -194,6 +194,8 @@ type Provider struct {
 
 	mu        sync.Mutex
 	sandboxes map[string]*sandboxRecord
+
+	codeInterps codeInterpTable // port 49999, see codeinterp.go
 }
 
 // New returns a Provider configured by opts; nil opts selects all defaults.
@@ -263,6 +265,10 @@ func (p *Provider) Now() time.Time { return p.clock.Now() }
 // control-plane request.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id, port, ok := p.envdTarget(r); ok {
+		if port == codeInterpPort {
+			p.serveCodeInterp(w, r, id)
+			return
+		}
 		p.serveEnvd(w, r, id, port)
 		return
 	}
