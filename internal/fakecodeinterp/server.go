@@ -339,3 +339,29 @@ func newContextID() string {
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
+
+// Op names the route r matches as "METHOD /pattern" (the journal's and
+// fault table's operation for a request to port 49999), or "" for none.
+func Op(r *http.Request) string {
+	p := r.URL.Path
+	switch {
+	case p == "/health" && r.Method == http.MethodGet:
+		return "GET /health"
+	case p == "/execute" && r.Method == http.MethodPost:
+		return "POST /execute"
+	case p == "/contexts" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
+		return r.Method + " /contexts"
+	}
+	rest, ok := strings.CutPrefix(p, "/contexts/")
+	if !ok || rest == "" {
+		return ""
+	}
+	id, tail, _ := strings.Cut(rest, "/")
+	switch {
+	case id != "" && tail == "restart" && r.Method == http.MethodPost:
+		return "POST /contexts/{id}/restart"
+	case id != "" && tail == "" && !strings.HasSuffix(rest, "/") && r.Method == http.MethodDelete:
+		return "DELETE /contexts/{id}"
+	}
+	return ""
+}
