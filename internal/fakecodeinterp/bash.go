@@ -34,7 +34,10 @@ func (k *bashKernel) unsetenv(key string) { delete(k.env, key) }
 // reports it and the server forwards it (template/server/messaging.py,
 // execute_reply with status "error").
 func (k *bashKernel) exec(ctx context.Context, code string, out kernelOutput) (*Result, *ExecError) {
-	status := k.shell(ctx, code, k.cwd, maps.Clone(k.env), out.stdout, out.stderr)
+	stdout, stderr := &lineWriter{w: out.stdout}, &lineWriter{w: out.stderr}
+	status := k.shell(ctx, code, k.cwd, maps.Clone(k.env), stdout, stderr)
+	stdout.flush()
+	stderr.flush()
 	if status != 0 {
 		return nil, &ExecError{Name: "", Value: strconv.Itoa(status), Traceback: ""}
 	}

@@ -184,7 +184,8 @@ func TestExecuteBash(t *testing.T) {
 	var gotEnv map[string]string
 	shell := func(_ context.Context, script, dir string, env map[string]string, stdout, _ io.Writer) int {
 		gotDir, gotEnv = dir, env
-		fmt.Fprintf(stdout, "ran %s\n", script)
+		fmt.Fprintf(stdout, "ran %s", script) // a line in two writes, as echo does
+		fmt.Fprint(stdout, "\n")
 		if strings.Contains(script, "fail") {
 			return 3
 		}
@@ -192,6 +193,9 @@ func TestExecuteBash(t *testing.T) {
 	}
 	_, ts := newTestServer(t, Config{Shell: shell, EnvVars: map[string]string{"BASE": "1"}})
 	ex := execute(t, ts.URL, map[string]any{"code": "echo x", "language": "bash", "env_vars": map[string]string{"ONE": "2"}})
+	if n := countType(ex, "stdout"); n != 1 {
+		t.Errorf("%d stdout messages, want the line as one", n)
+	}
 	if ex.err != nil || ex.stdout != "ran echo x\n" || gotDir != DefaultCwd || gotEnv["BASE"] != "1" || gotEnv["ONE"] != "2" {
 		t.Fatalf("err %v stdout %q dir %q env %v", ex.err, ex.stdout, gotDir, gotEnv)
 	}
@@ -341,4 +345,14 @@ func TestRestartEndsRunningExecution(t *testing.T) {
 	if ex.err == nil || ex.err["name"] != unexpectedEndName {
 		t.Errorf("error %v, want %s", ex.err, unexpectedEndName)
 	}
+}
+
+func countType(ex execution, typ string) int {
+	n := 0
+	for _, m := range ex.msgs {
+		if m["type"] == typ {
+			n++
+		}
+	}
+	return n
 }

@@ -1,7 +1,9 @@
 package fakecodeinterp
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -121,4 +123,31 @@ type streamWriter struct {
 func (s streamWriter) Write(p []byte) (int, error) {
 	s.e.log(s.stream, string(p))
 	return len(p), nil
+}
+
+// lineWriter passes whole lines to w and keeps a partial line until the
+// next newline or flush: a shell writes "hi" and "\n" separately, and
+// Jupyter's bash kernel sends the line as one stream message.
+type lineWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	if i := bytes.LastIndexByte(l.buf, '\n'); i >= 0 {
+		if _, err := l.w.Write(l.buf[:i+1]); err != nil {
+			return 0, err
+		}
+		l.buf = append(l.buf[:0], l.buf[i+1:]...)
+	}
+	return len(p), nil
+}
+
+// flush writes the partial line, if any.
+func (l *lineWriter) flush() {
+	if len(l.buf) > 0 {
+		_, _ = l.w.Write(l.buf)
+		l.buf = l.buf[:0]
+	}
 }
