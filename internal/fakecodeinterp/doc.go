@@ -37,8 +37,12 @@
 //   - expressions, def, lambda, if/elif/else, for, while, break/continue,
 //     list/dict comprehensions, str/list/dict/tuple/set methods, int
 //     (arbitrary precision), float, bytes, print(sep=, end=, file=), sum,
-//     round and Starlark's other builtins (len, range, sorted, enumerate,
-//     zip, min, max, abs, any, all, str, int, float, ...);
+//     round, format, repr (Python's quotes) and Starlark's other builtins
+//     (len, range, sorted, enumerate, zip, min, max, abs, any, all, str,
+//     int, float, ...); "%" and str.format formatting;
+//   - single-line f-strings, rewritten into str.format calls, with !r/!s
+//     and the format-spec mini-language (fill, align, sign, 0, width, ",",
+//     precision, types b c d e E f F g G n o s x X %);
 //   - `import x`, `import x as y`, `from x import a, b` for the modules os
 //     (environ, getenv, getcwd, sep, path.join), sys (stdout/stderr.write,
 //     version, platform, argv), math, json (dumps, loads), time (time,
@@ -50,7 +54,7 @@
 // shows as execution.error {name, value, traceback}:
 //
 //   - try/except/finally, class, with, async/await, yield, global, nonlocal,
-//     del, assert, f-strings: NotImplementedError "<what> is outside the
+//     del, assert, triple-quoted f-strings and f"{x=}": NotImplementedError "<what> is outside the
 //     Python subset of sandboxkit's fake code interpreter (Starlark ...)";
 //   - any other module: ModuleNotFoundError "No module named 'x' (...
 //     provides only os, sys, math, json, time and IPython.display)";

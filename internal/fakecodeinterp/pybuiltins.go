@@ -26,9 +26,25 @@ const pyVersion = "3.11.0 (sandboxkit fake code interpreter: Starlark dialect)"
 func pyBuiltins(k *pythonKernel) starlark.StringDict {
 	modules := pyModules(k)
 	return starlark.StringDict{
-		"print":           starlark.NewBuiltin("print", pyPrint),
-		"display":         starlark.NewBuiltin("display", pyDisplay),
-		"sum":             starlark.NewBuiltin("sum", pySum),
+		"print":   starlark.NewBuiltin("print", pyPrint),
+		"display": starlark.NewBuiltin("display", pyDisplay),
+		"sum":     starlark.NewBuiltin("sum", pySum),
+		"__str__": starlark.NewBuiltin("str", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var v starlark.Value
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &v); err != nil {
+				return nil, err
+			}
+			return starlark.String(pyStr(v)), nil
+		}),
+		"repr": starlark.NewBuiltin("repr", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			var v starlark.Value
+			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &v); err != nil {
+				return nil, err
+			}
+			return starlark.String(pyRepr(v)), nil
+		}),
+		"format":          starlark.NewBuiltin("format", pyFormat),
+		"__fmt__":         starlark.NewBuiltin("format", pyFormat),
 		"round":           starlark.NewBuiltin("round", pyRound),
 		"__raise__":       starlark.NewBuiltin("__raise__", pyRaise),
 		"__import__":      starlark.NewBuiltin("__import__", pyImport(modules)),

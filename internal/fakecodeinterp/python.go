@@ -125,7 +125,7 @@ var (
 // does not have, into calls of the kernel's __import__, __import_from__
 // and __raise__ builtins. Everything else is left to Starlark's parser.
 func translatePython(code string) (string, *ExecError) {
-	lines := strings.Split(code, "\n")
+	lines := strings.Split(translateFStrings(code), "\n")
 	for i, line := range lines {
 		var (
 			out string
@@ -220,8 +220,8 @@ func pySyntaxError(code string, err error) *ExecError {
 					}
 				}
 			}
-			if strings.Contains(lines[l-1], `f"`) || strings.Contains(lines[l-1], `f'`) {
-				return notImplemented("an f-string")
+			if strings.Contains(lines[l-1], "f\"\"\"") || strings.Contains(lines[l-1], "f'''") || strings.Contains(lines[l-1], "=}") {
+				return notImplemented("a triple-quoted f-string or an f-string with {x=}")
 			}
 		}
 		v := fmt.Sprintf("%s (%s, line %d)", se.Msg, pyCellName, se.Pos.Line)

@@ -1,0 +1,40 @@
+package fakecodeinterp
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestFStrings(t *testing.T) {
+	cases := []struct{ code, want string }{
+		{`x = 3
+print(f"x is {x}")`, "x is 3\n"},
+		{`name = "py"
+print(f'{name!r} {name.upper()} {{literal}} {[1, 2][0] + 1}')`, "'py' PY {literal} 2\n"},
+		{`v = 3.14159
+print(f"{v:.2f}|{v:8.3f}|{1234567:,}|{42:05d}|{'ab':>4}|{'ab':*^6}|{0.25:.1%}|{255:x}")`, "3.14|   3.142|1,234,567|00042|  ab|**ab**|25.0%|ff\n"},
+		{`d = {"k": "v"}
+print(f"{d['k']} # not a comment")  # a comment with f"{nope}"`, "v # not a comment\n"},
+		{`s = "f'{x}' stays"
+print(s, f"{len(s)}")`, "f'{x}' stays 12\n"},
+		{`print(format(2.5, "+.1f"), format(-7, "4d"))`, "+2.5   -7\n"},
+		{`items = [1, "a"]
+print(f"{items} {repr('q')}")`, "[1, 'a'] 'q'\n"},
+	}
+	for _, c := range cases {
+		var out, errOut strings.Builder
+		code := RunPython(context.Background(), Program{Source: c.code, Name: "-c", Stdout: &out, Stderr: &errOut})
+		if code != 0 || out.String() != c.want {
+			t.Errorf("%s\n=> exit %d stdout %q stderr %q, want %q", c.code, code, out.String(), errOut.String(), c.want)
+		}
+	}
+}
+
+func TestFStringOutsideSubset(t *testing.T) {
+	var out, errOut strings.Builder
+	code := RunPython(context.Background(), Program{Source: "x = 1\nprint(f\"{x=}\")", Name: "-c", Stdout: &out, Stderr: &errOut})
+	if code != 1 || !strings.Contains(errOut.String(), "NotImplementedError") {
+		t.Errorf("exit %d stderr %q, want NotImplementedError", code, errOut.String())
+	}
+}
