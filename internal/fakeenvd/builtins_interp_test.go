@@ -29,6 +29,9 @@ func TestInterpreterBuiltins(t *testing.T) {
 		// exec.run-code-javascript (conformance/specs_exec.go).
 		{name: "kit python program", script: "cat > k.py <<'EOF'\nimport sys\nprint('py-' + 'ok')\nsys.exit(0)\nEOF\npython3 k.py", stdout: "py-ok\n"},
 		{name: "kit javascript program", script: "echo \"console.log('js-' + 'ok'); process.exit(0);\" > k.js && node k.js", stdout: "js-ok\n"},
+		// Neither interpreter can reach the host: no subprocess, no files.
+		{name: "python has no subprocess", script: "python3 -c 'import subprocess'", stderr: "No module named 'subprocess'", code: 1},
+		{name: "node has no child_process", script: "node -e 'require(\"child_process\").execSync(\"id\")'", stderr: "Cannot find module 'child_process'", code: 1},
 		{name: "node missing file", script: "node nope.js", stderr: "Cannot find module '/home/user/nope.js'", code: 1},
 	})
 }
