@@ -37,15 +37,16 @@
 //   - expressions, def, lambda, if/elif/else, for, while, break/continue,
 //     list/dict comprehensions, str/list/dict/tuple/set methods, int
 //     (arbitrary precision), float, bytes, print(sep=, end=, file=), sum,
-//     round, format, repr (Python's quotes) and Starlark's other builtins
-//     (len, range, sorted, enumerate, zip, min, max, abs, any, all, str,
-//     int, float, ...); "%" and str.format formatting;
+//     round, map, filter (lists), format, repr (Python's quotes) and
+//     Starlark's other builtins (len, range, sorted, enumerate, zip, min,
+//     max, abs, any, all, str, int, float, ...); "%" and str.format;
 //   - single-line f-strings, rewritten into str.format calls, with !r/!s
 //     and the format-spec mini-language (fill, align, sign, 0, width, ",",
 //     precision, types b c d e E f F g G n o s x X %);
 //   - `import x`, `import x as y`, `from x import a, b` for the modules os
 //     (environ, getenv, getcwd, sep, path.join), sys (stdout/stderr.write,
-//     version, platform, argv), math, json (dumps, loads), time (time,
+//     version, platform, argv, exit), math, json (dumps, loads), random
+//     (seed, random, uniform, randint, choice, shuffle), time (time,
 //     monotonic, sleep) and IPython.display (display, Image(data=png bytes)
 //     for a png result);
 //   - `raise Name(message)` on its own line raises exception Name.
@@ -57,7 +58,8 @@
 //     del, assert, triple-quoted f-strings and f"{x=}": NotImplementedError "<what> is outside the
 //     Python subset of sandboxkit's fake code interpreter (Starlark ...)";
 //   - any other module: ModuleNotFoundError "No module named 'x' (...
-//     provides only os, sys, math, json, time and IPython.display)";
+//     provides only os, sys, math, json, random, time and
+//     IPython.display)";
 //   - other syntax Starlark rejects: SyntaxError with Starlark's message.
 //
 // Runtime errors carry the Python name a CPython program would raise

@@ -38,3 +38,18 @@ func TestFStringOutsideSubset(t *testing.T) {
 		t.Errorf("exit %d stderr %q, want NotImplementedError", code, errOut.String())
 	}
 }
+
+func TestPythonRandomMapFilter(t *testing.T) {
+	src := `import random
+random.seed(7)
+a = [random.randint(1, 6) for _ in range(5)]
+random.seed(7)
+b = [random.randint(1, 6) for _ in range(5)]
+print(a == b, all([1 <= x and x <= 6 for x in a]), random.choice(["only"]))
+print(map(lambda x: x * 2, [1, 2]), filter(None, [0, 1, "", "a"]), filter(lambda x: x > 1, range(4)))`
+	var out, errOut strings.Builder
+	code := RunPython(context.Background(), Program{Source: src, Name: "-c", Stdout: &out, Stderr: &errOut})
+	if want := "True True only\n[2, 4] [1, 'a'] [2, 3]\n"; code != 0 || out.String() != want {
+		t.Errorf("exit %d stdout %q stderr %q, want %q", code, out.String(), errOut.String(), want)
+	}
+}

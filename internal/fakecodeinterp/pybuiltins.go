@@ -29,6 +29,8 @@ func pyBuiltins(k *pythonKernel) starlark.StringDict {
 		"print":   starlark.NewBuiltin("print", pyPrint),
 		"display": starlark.NewBuiltin("display", pyDisplay),
 		"sum":     starlark.NewBuiltin("sum", pySum),
+		"map":     starlark.NewBuiltin("map", pyMap),
+		"filter":  starlark.NewBuiltin("filter", pyFilter),
 		"__str__": starlark.NewBuiltin("str", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 			var v starlark.Value
 			if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 1, &v); err != nil {
@@ -77,7 +79,8 @@ func pyModules(k *pythonKernel) map[string]starlark.Value {
 			"argv":     pyStrings(k.argv),
 			"exit":     starlark.NewBuiltin("exit", pySysExit),
 		}},
-		"math": starmath.Module,
+		"math":   starmath.Module,
+		"random": pyRandomModule(),
 		"json": &starlarkstruct.Module{Name: "json", Members: starlark.StringDict{
 			"dumps": starlark.NewBuiltin("dumps", pyJSONDumps),
 			"loads": starjson.Module.Members["decode"],
@@ -108,7 +111,7 @@ func pyImport(modules map[string]starlark.Value) func(*starlark.Thread, *starlar
 		if m, ok := modules[name]; ok {
 			return m, nil
 		}
-		return nil, &pyException{"ModuleNotFoundError", fmt.Sprintf("No module named '%s' (sandboxkit's fake code interpreter provides only os, sys, math, json, time and IPython.display)", name)}
+		return nil, &pyException{"ModuleNotFoundError", fmt.Sprintf("No module named '%s' (sandboxkit's fake code interpreter provides only os, sys, math, json, random, time and IPython.display)", name)}
 	}
 }
 
