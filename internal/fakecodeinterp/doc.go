@@ -49,13 +49,20 @@
 //     (seed, random, uniform, randint, choice, shuffle), time (time,
 //     monotonic, sleep) and IPython.display (display, Image(data=png bytes)
 //     for a png result);
-//   - `raise Name(message)` on its own line raises exception Name.
+//   - `raise Name(message)` (and `raise ... from e`) on its own line raises
+//     exception Name;
+//   - `with E as n:` runs its block once with n = E (no __exit__);
+//     `try:`/`finally:` blocks run, `except` blocks never do: an exception
+//     raised in a try body is not caught, it ends the cell with its own name
+//     and message (and the finally block does not run). try/else after an
+//     `except ... as e` is a SyntaxError.
 //
 // A program outside the subset gets a Python-style error, which the SDK
 // shows as execution.error {name, value, traceback}:
 //
-//   - try/except/finally, class, with, async/await, yield, global, nonlocal,
-//     del, assert, triple-quoted f-strings and f"{x=}": NotImplementedError "<what> is outside the
+//   - class, async/await, yield, global, nonlocal, del, assert, one-line
+//     compound forms of try/except/with ("try: x()"), triple-quoted
+//     f-strings and f"{x=}": NotImplementedError "<what> is outside the
 //     Python subset of sandboxkit's fake code interpreter (Starlark ...)";
 //   - any other module: ModuleNotFoundError "No module named 'x' (...
 //     provides only os, sys, math, json, random, time and

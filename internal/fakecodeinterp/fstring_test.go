@@ -53,3 +53,22 @@ print(map(lambda x: x * 2, [1, 2]), filter(None, [0, 1, "", "a"]), filter(lambda
 		t.Errorf("exit %d stdout %q stderr %q, want %q", code, out.String(), errOut.String(), want)
 	}
 }
+
+func TestPythonBlockRewrites(t *testing.T) {
+	cases := []struct {
+		src, stdout, stderr string
+		code                int
+	}{
+		{"with open('/tmp/w', 'w') as f:\n    pass", "", "NameError", 1},
+		{"try:\n    print('body')\nexcept Exception:\n    print('handler')\nfinally:\n    print('finally')", "body\nfinally\n", "", 0},
+		{"try:\n    import numpy\nexcept ImportError as e:\n    print('no numpy')", "", "ModuleNotFoundError: No module named 'numpy'", 1},
+		{"def f():\n    raise ValueError('bad') from None\nf()", "", "ValueError: bad", 1},
+	}
+	for _, c := range cases {
+		var out, errOut strings.Builder
+		code := RunPython(context.Background(), Program{Source: c.src, Name: "-c", Stdout: &out, Stderr: &errOut})
+		if code != c.code || out.String() != c.stdout || !strings.Contains(errOut.String(), c.stderr) {
+			t.Errorf("%s\n=> exit %d stdout %q stderr %q", c.src, code, out.String(), errOut.String())
+		}
+	}
+}

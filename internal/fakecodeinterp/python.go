@@ -117,9 +117,42 @@ func pyResult(v starlark.Value) *Result {
 var (
 	importRE     = regexp.MustCompile(`^(\s*)import\s+(.+?)\s*$`)
 	fromImportRE = regexp.MustCompile(`^(\s*)from\s+([\w.]+)\s+import\s+(.+?)\s*$`)
-	raiseRE      = regexp.MustCompile(`^(\s*)raise\s+(\w+)\s*(?:\((.*)\))?\s*$`)
+	raiseRE      = regexp.MustCompile(`^(\s*)raise\s+(\w+)\s*(?:\((.*)\))?(?:\s+from\s+\w+)?\s*$`)
+	bareRaiseRE  = regexp.MustCompile(`^(\s*)raise\s*$`)
 	asRE         = regexp.MustCompile(`^([\w.]+)(?:\s+as\s+(\w+))?$`)
+	withRE       = regexp.MustCompile(`^(\s*)with\s+(.+?)(?:\s+as\s+(\w+))?\s*:\s*$`)
+	tryRE        = regexp.MustCompile(`^(\s*)(?:try|finally)\s*:\s*$`)
+	exceptRE     = regexp.MustCompile(`^(\s*)except\b(.*?)(?:\s+as\s+(\w+))?\s*:\s*$`)
 )
+
+// blockRewrites turn the compound statements Starlark lacks into ones it
+// has, keeping the block under them: "with E as n:" runs the block once
+// with n bound ("for n in [E]:"); "try:" and "finally:" run their blocks
+// ("if True:"); an "except" block never runs ("if False:", or
+// "for n in []:" so that n stays a bound name). So a try body that raises
+// is not caught: the exception ends the cell, as documented.
+func blockRewrite(line string) (string, bool) {
+	if m := withRE.FindStringSubmatch(line); m != nil && !strings.Contains(m[2], " as ") {
+		name := m[3]
+		if name == "" {
+			name = "_"
+		}
+		return fmt.Sprintf("%sfor %s in [%s]:", m[1], name, m[2]), true
+	}
+	if m := tryRE.FindStringSubmatch(line); m != nil {
+		return m[1] + "if True:", true
+	}
+	if m := exceptRE.FindStringSubmatch(line); m != nil {
+		if m[3] != "" {
+			return fmt.Sprintf("%sfor %s in []:", m[1], m[3]), true
+		}
+		return m[1] + "if False:", true
+	}
+	if m := bareRaiseRE.FindStringSubmatch(line); m != nil {
+		return m[1] + `__raise__("RuntimeError", "No active exception to reraise")`, true
+	}
+	return "", false
+}
 
 // translatePython rewrites import and raise statements, which Starlark
 // does not have, into calls of the kernel's __import__, __import_from__
@@ -138,6 +171,11 @@ func translatePython(code string) (string, *ExecError) {
 		case importRE.MatchString(line):
 			m := importRE.FindStringSubmatch(line)
 			out, err = translateImport(m[1], m[2])
+		case withRE.MatchString(line) || tryRE.MatchString(line) || exceptRE.MatchString(line) || bareRaiseRE.MatchString(line):
+			var ok bool
+			if out, ok = blockRewrite(line); !ok {
+				continue
+			}
 		case raiseRE.MatchString(line):
 			m := raiseRE.FindStringSubmatch(line)
 			args := ""

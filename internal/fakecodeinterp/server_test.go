@@ -113,7 +113,7 @@ func TestPythonErrors(t *testing.T) {
 		{"print('before')\n1/0", "ZeroDivisionError", "division by zero"},
 		{"import numpy", "ModuleNotFoundError", "No module named 'numpy'"},
 		{"from os import nothing", "ImportError", "cannot import name 'nothing' from 'os'"},
-		{"try:\n  x = 1\nexcept:\n  pass", "NotImplementedError", `the "try" statement`},
+		{"try: x = 1\nexcept: pass", "NotImplementedError", `the "try" statement`},
 		{"class A:\n  pass", "NotImplementedError", `the "class" statement`},
 		{"raise ValueError('bad value')", "ValueError", "bad value"},
 		{"undefined_name + 1", "NameError", "name 'undefined_name' is not defined"},
