@@ -74,8 +74,12 @@
 // TypeError, NameError; RuntimeError otherwise) with Starlark's message.
 // Known differences: an undefined name is found before the cell runs, so
 // a cell that prints and then names an undefined variable prints nothing;
-// there is no file access (open) from Python; results are repr() strings
-// of built-in types only.
+// results are repr() strings of built-in types only.
+//
+// open(file, mode) reads and writes the sandbox's in-memory files ([Config.FS]):
+// modes r, w, a, x (+ b for bytes); read, readline, readlines, iteration,
+// write, writelines, close. Writes reach the sandbox at once. Nothing in
+// either interpreter can start a process or reach the host.
 //
 // # JavaScript
 //

@@ -2,6 +2,7 @@ package fakecodeinterp
 
 import (
 	"context"
+	"io/fs"
 	"strings"
 	"testing"
 )
@@ -59,7 +60,7 @@ func TestPythonBlockRewrites(t *testing.T) {
 		src, stdout, stderr string
 		code                int
 	}{
-		{"with open('/tmp/w', 'w') as f:\n    pass", "", "NameError", 1},
+		{"with open('/tmp/w', 'w') as f:\n    pass", "", "OSError: open() has no filesystem", 1},
 		{"try:\n    print('body')\nexcept Exception:\n    print('handler')\nfinally:\n    print('finally')", "body\nfinally\n", "", 0},
 		{"try:\n    import numpy\nexcept ImportError as e:\n    print('no numpy')", "", "ModuleNotFoundError: No module named 'numpy'", 1},
 		{"def f():\n    raise ValueError('bad') from None\nf()", "", "ValueError: bad", 1},
@@ -70,5 +71,33 @@ func TestPythonBlockRewrites(t *testing.T) {
 		if code != c.code || out.String() != c.stdout || !strings.Contains(errOut.String(), c.stderr) {
 			t.Errorf("%s\n=> exit %d stdout %q stderr %q", c.src, code, out.String(), errOut.String())
 		}
+	}
+}
+
+// mapFS is an in-memory FS for open().
+type mapFS map[string][]byte
+
+func (m mapFS) ReadFile(name string) ([]byte, error) {
+	if b, ok := m[name]; ok {
+		return b, nil
+	}
+	return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
+}
+
+func (m mapFS) WriteFile(name string, data []byte, _ fs.FileMode) error {
+	m[name] = append([]byte(nil), data...)
+	return nil
+}
+
+func TestPythonOpen(t *testing.T) {
+	files := mapFS{"/home/user/in.txt": []byte("one\ntwo\n")}
+	_, ts := newTestServer(t, Config{FS: files})
+	ex := execute(t, ts.URL, map[string]any{"code": "with open('in.txt') as f:\n    lines = [l.strip() for l in f]\nout = open('/tmp/out.txt', 'w')\nout.write('x')\nout.close()\na = open('/tmp/out.txt', 'a')\na.writelines(['y', 'z'])\nlines"})
+	if ex.err != nil || ex.results[0]["text"] != "['one', 'two']" || string(files["/tmp/out.txt"]) != "xyz" {
+		t.Errorf("err %v results %v out.txt %q", ex.err, ex.results, files["/tmp/out.txt"])
+	}
+	ex = execute(t, ts.URL, map[string]any{"code": "open('missing.txt').read()"})
+	if ex.err == nil || ex.err["name"] != "FileNotFoundError" || ex.err["value"] != "[Errno 2] No such file or directory: 'missing.txt'" {
+		t.Errorf("missing file: %v", ex.err)
 	}
 }

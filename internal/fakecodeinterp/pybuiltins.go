@@ -29,6 +29,7 @@ func pyBuiltins(k *pythonKernel) starlark.StringDict {
 		"print":   starlark.NewBuiltin("print", pyPrint),
 		"display": starlark.NewBuiltin("display", pyDisplay),
 		"sum":     starlark.NewBuiltin("sum", pySum),
+		"open":    starlark.NewBuiltin("open", k.pyOpen),
 		"map":     starlark.NewBuiltin("map", pyMap),
 		"filter":  starlark.NewBuiltin("filter", pyFilter),
 		"__str__": starlark.NewBuiltin("str", func(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {

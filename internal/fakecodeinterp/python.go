@@ -38,6 +38,7 @@ type pythonKernel struct {
 	environ *starlark.Dict
 	cwd     string
 	argv    []string // sys.argv
+	fs      FS       // for open(); nil: open() raises OSError
 }
 
 func newPythonKernel(cwd string, env map[string]string) *pythonKernel {

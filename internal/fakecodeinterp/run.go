@@ -17,6 +17,8 @@ type Program struct {
 	// Dir is the working directory and Env the environment.
 	Dir string
 	Env map[string]string
+	// FS is the filesystem of Python's open(), if any.
+	FS FS
 	// Stdout and Stderr receive the program's output.
 	Stdout, Stderr io.Writer
 	// PrintResult prints the value of the last expression, as `node -p`
@@ -29,6 +31,7 @@ type Program struct {
 // status. The last expression is not printed.
 func RunPython(ctx context.Context, p Program) int {
 	k := newPythonProgram(p.Dir, p.Env, append([]string{p.Name}, p.Args...))
+	k.fs = p.FS
 	_, xerr := k.exec(ctx, p.Source, kernelOutput{stdout: p.Stdout, stderr: p.Stderr, display: func(Result) {}})
 	return programStatus(xerr, p.Stderr, "SystemExit")
 }

@@ -51,6 +51,9 @@ type Config struct {
 	// Shell runs the bash language; without it, bash contexts cannot be
 	// created.
 	Shell Shell
+	// FS is the sandbox filesystem of Python's open(); without it open()
+	// raises OSError.
+	FS FS
 	// Now is the clock of the stdout/stderr timestamps; time.Now if nil.
 	Now func() time.Time
 }
@@ -254,7 +257,11 @@ func (s *Server) createContextLocked(lang, cwd string) (*codeContext, string) {
 func (s *Server) kernelFactory(lang string) func(cwd string, env map[string]string) kernel {
 	switch lang {
 	case LangPython:
-		return func(cwd string, env map[string]string) kernel { return newPythonKernel(cwd, env) }
+		return func(cwd string, env map[string]string) kernel {
+			k := newPythonKernel(cwd, env)
+			k.fs = s.cfg.FS
+			return k
+		}
 	case LangJavaScript, LangTypeScript:
 		return func(cwd string, env map[string]string) kernel { return newJSKernel(cwd, env) }
 	case LangBash:

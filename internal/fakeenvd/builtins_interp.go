@@ -74,7 +74,7 @@ func (inv *Invocation) runPython(ctx context.Context, src, name string, args []s
 }
 
 func (inv *Invocation) program(src, name string, args []string) fakecodeinterp.Program {
-	return fakecodeinterp.Program{Source: src, Name: name, Args: args, Dir: inv.Dir, Env: inv.envMap(), Stdout: inv.Stdout, Stderr: inv.Stderr}
+	return fakecodeinterp.Program{Source: src, Name: name, Args: args, Dir: inv.Dir, Env: inv.envMap(), FS: inv.FS, Stdout: inv.Stdout, Stderr: inv.Stderr}
 }
 
 // builtinNode is `node (-e code | -p code | file | -) [args...]`.
@@ -112,8 +112,8 @@ func builtinNode(ctx context.Context, inv *Invocation) int {
 
 // CodeInterpreter returns a new code interpreter for this sandbox (the
 // server of port 49999): its kernels start with the environment of the
-// default user's processes, and its bash runs in this daemon's shell as
-// that user. The fake provider keeps one per sandbox.
+// default user's processes, its Python opens files of this sandbox, and
+// its bash runs in this daemon's shell as that user. The fake provider keeps one per sandbox.
 func (d *Daemon) CodeInterpreter() *fakecodeinterp.Server {
 	a := d.cfg.accounts()[1]
 	env := map[string]string{}
@@ -121,7 +121,7 @@ func (d *Daemon) CodeInterpreter() *fakecodeinterp.Server {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	return fakecodeinterp.New(fakecodeinterp.Config{EnvVars: env, Shell: d.runShell})
+	return fakecodeinterp.New(fakecodeinterp.Config{EnvVars: env, Shell: d.runShell, FS: d.fs})
 }
 
 // runShell is the code interpreter's bash: script in a fresh shell of

@@ -15,6 +15,8 @@ func TestInterpreterBuiltins(t *testing.T) {
 		{name: "python file", script: "printf 'def f(n):\\n    return n * 2\\nprint(f(21))\\n' > p.py && python3 p.py", stdout: "42\n"},
 		{name: "python stdin", script: "echo 'print(\"from stdin\")' | python3", stdout: "from stdin\n"},
 		{name: "python shebang", script: "printf '#!/usr/bin/python3\\nprint(7)\\n' > s.py; chmod +x s.py; ./s.py", stdout: "7\n"},
+		{name: "python open", script: "python3 -c 'f = open(\"out.txt\", \"w\")\nf.write(\"a\\nb\\n\")\nwith open(\"out.txt\") as g:\n    print(g.readlines())' && cat out.txt", stdout: "['a\\n', 'b\\n']\na\nb\n"},
+		{name: "python open missing", script: "python3 -c 'open(\"/nope/x\")'", stderr: "FileNotFoundError: [Errno 2] No such file or directory: '/nope/x'", code: 1},
 		{name: "python exception", script: "python3 -c '1/0'", stderr: "ZeroDivisionError: division by zero", code: 1},
 		{name: "python unsupported import", script: "python3 -c 'import numpy'", stderr: "ModuleNotFoundError: No module named 'numpy'", code: 1},
 		{name: "python sys.exit", script: "python3 -c 'import sys\nsys.exit(3)'; echo $?", stdout: "3\n"},
