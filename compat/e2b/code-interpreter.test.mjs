@@ -92,6 +92,16 @@ test('bash: runs in the sandbox, whose files the SDK then reads', async () => {
   assert.equal(await sbx.files.read('/tmp/ci-bash.txt'), 'from-bash\n');
 });
 
+// The kernel runs inside the sandbox (template: Jupyter in the sandbox's
+// own filesystem), so a file Python writes is one the SDK's files.read
+// returns, and a file the SDK writes is one Python reads.
+test('python: open() reads and writes the sandbox\'s files', async () => {
+  await sbx.files.write('/tmp/ci-in.txt', 'from-sdk\n');
+  const ex = await sbx.runCode("with open('/tmp/ci-out.txt', 'w') as f:\n    f.write(open('/tmp/ci-in.txt').read().upper())");
+  assert.equal(ex.error, undefined);
+  assert.equal(await sbx.files.read('/tmp/ci-out.txt'), 'FROM-SDK\n');
+});
+
 // envs are sent as env_vars (index.mjs:514) and apply to that execution
 // only (messaging.py execute: set before, _cleanup_env_vars after).
 test('envs apply to one execution', async () => {
