@@ -49,7 +49,10 @@ func (c *codeContext) describe() Context {
 // error. The per-execution envs are set before the code and reset to the
 // sandbox's value, or removed, afterwards (template/server/messaging.py
 // execute, _cleanup_env_vars).
-func (c *codeContext) execute(ctx context.Context, code string, envs, global map[string]string, out *emitter) {
+//
+// It returns false when the server closed under the execution (the
+// sandbox is gone): the caller then cuts the stream instead of ending it.
+func (c *codeContext) execute(ctx context.Context, code string, envs, global map[string]string, out *emitter) bool {
 	c.run.Lock()
 	defer c.run.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -76,20 +79,20 @@ func (c *codeContext) execute(ctx context.Context, code string, envs, global map
 		stderr:  streamWriter{out, typeStderr},
 		display: out.result,
 	})
-	if cause := context.Cause(ctx); cause == errContextRestarted || cause == errContextRemoved {
+	switch cause := context.Cause(ctx); {
+	case cause == errServerClosed:
+		return false
+	case cause == errContextRestarted || cause == errContextRemoved:
 		// Jupyter's kernel died under the cell: the server reports the
 		// stream's unexpected end (messaging.py _wait_for_result).
 		out.error(&ExecError{Name: unexpectedEndName, Value: unexpectedEndValue})
-		return
-	}
-	if xerr != nil {
+	case xerr != nil:
 		out.error(xerr)
-		return
-	}
-	if res != nil {
+	case res != nil:
 		res.IsMainResult = true
 		out.result(*res)
 	}
+	return true
 }
 
 func resetEnv(k kernel, envs, global map[string]string) {

@@ -107,14 +107,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// Close interrupts every running execution and drops every context; later
-// requests find no context.
+// Close is the sandbox going away: it interrupts every running execution,
+// whose stream is then cut, and drops every context; later requests find
+// no context. It may be called many times.
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.closed = true
 	for id, c := range s.contexts {
-		c.interrupt(errContextRemoved)
+		c.interrupt(errServerClosed)
 		delete(s.contexts, id)
 	}
 }
@@ -148,6 +149,7 @@ type createContextRequest struct {
 var (
 	errContextRemoved   = errors.New("the context was removed")
 	errContextRestarted = errors.New("the context was restarted")
+	errServerClosed     = errors.New("the sandbox is gone")
 )
 
 // normalizeLanguage follows template/server/contexts.py normalize_language.
@@ -182,7 +184,12 @@ func (s *Server) handleExecute(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	out := newEmitter(w, s.cfg.Now)
-	c.execute(r.Context(), req.Code, req.EnvVars, s.cfg.EnvVars, out)
+	if !c.execute(r.Context(), req.Code, req.EnvVars, s.cfg.EnvVars, out) {
+		// The sandbox went away under the cell: cut the connection, as the
+		// fake's envd cuts its streams (the SDK then finds the sandbox not
+		// running and says it was killed: dist/index.mjs handleRequestError).
+		panic(http.ErrAbortHandler)
+	}
 	out.end()
 }
 

@@ -356,3 +356,31 @@ func countType(ex execution, typ string) int {
 	}
 	return n
 }
+
+// TestCloseCutsRunningStream: when the sandbox goes away under a running
+// cell, its stream is cut (no end_of_execution), like the fake's envd
+// streams.
+func TestCloseCutsRunningStream(t *testing.T) {
+	s, ts := newTestServer(t, Config{})
+	b, _ := json.Marshal(map[string]any{"code": "import time\nprint('start')\ntime.sleep(3600)"})
+	resp, err := http.Post(ts.URL+"/execute", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "start") {
+			break
+		}
+	}
+	s.Close()
+	rest, err := io.ReadAll(br)
+	if err == nil || strings.Contains(string(rest), "end_of_execution") {
+		t.Errorf("stream after Close: %q, err %v; want a cut stream", rest, err)
+	}
+}

@@ -121,7 +121,9 @@ func (d *Daemon) CodeInterpreter() *fakecodeinterp.Server {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	return fakecodeinterp.New(fakecodeinterp.Config{EnvVars: env, Shell: d.runShell, FS: d.fs})
+	srv := fakecodeinterp.New(fakecodeinterp.Config{EnvVars: env, Shell: d.runShell, FS: d.fs})
+	context.AfterFunc(d.ctx, srv.Close) // the sandbox going away cuts running cells
+	return srv
 }
 
 // runShell is the code interpreter's bash: script in a fresh shell of

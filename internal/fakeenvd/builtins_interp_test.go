@@ -1,8 +1,14 @@
 package fakeenvd
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -44,5 +50,33 @@ func TestCodeInterpreterBash(t *testing.T) {
 	code := d.runShell(context.Background(), "echo $HOME $X; pwd; ls /nope", "/tmp", map[string]string{"HOME": "/home/user", "X": "x"}, &out, &errOut)
 	if out.String() != "/home/user x\n/tmp\n" || code != 2 || errOut.Len() == 0 {
 		t.Errorf("stdout %q stderr %q code %d", out.String(), errOut.String(), code)
+	}
+}
+
+// TestCodeInterpreterClosesWithDaemon: killing the sandbox (Daemon.Close)
+// cuts a running cell's stream, as it cuts envd's process streams.
+func TestCodeInterpreterClosesWithDaemon(t *testing.T) {
+	d := New(Config{})
+	ts := httptest.NewServer(d.CodeInterpreter())
+	t.Cleanup(ts.Close)
+	b, _ := json.Marshal(map[string]any{"code": "import time\nprint('start')\ntime.sleep(3600)"})
+	resp, err := http.Post(ts.URL+"/execute", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, "start") {
+			break
+		}
+	}
+	d.Close()
+	if rest, err := io.ReadAll(br); err == nil || strings.Contains(string(rest), "end_of_execution") {
+		t.Errorf("after Close: %q, err %v; want a cut stream", rest, err)
 	}
 }
