@@ -88,7 +88,8 @@
 // console.error/warn stderr; process.env, process.cwd() and process.chdir()
 // exist; require() throws Node's "Cannot find module" error (code
 // MODULE_NOT_FOUND). The cell's completion value is its result; objects
-// are shown as JSON. typescript contexts use the same kernel, so type
+// are shown as JSON. A cell may declare a top-level let or const again
+// (they run as var, so a top-level const can be reassigned). typescript contexts use the same kernel, so type
 // annotations are syntax errors.
 //
 // # Bash

@@ -13,7 +13,8 @@ import (
 )
 
 // jsKernel runs JavaScript (ECMAScript 5.1 and most of ES6+, no modules,
-// no top-level await) in goja. Globals persist across executions.
+// no top-level await) in goja. Globals persist across executions; a cell
+// may declare again a top-level let or const (see topLevelLetToVar).
 type jsKernel struct {
 	vm  *goja.Runtime
 	env *goja.Object
@@ -113,7 +114,7 @@ func (k *jsKernel) exec(ctx context.Context, code string, out kernelOutput) (*Re
 	stop := context.AfterFunc(ctx, func() { k.vm.Interrupt(context.Cause(ctx)) })
 	defer stop()
 	defer k.vm.ClearInterrupt()
-	v, err := k.vm.RunScript("<cell>", code)
+	v, err := k.vm.RunScript("<cell>", topLevelLetToVar(code))
 	if err != nil {
 		return nil, k.jsError(err)
 	}

@@ -165,6 +165,12 @@ func TestExecuteJavaScript(t *testing.T) {
 	if len(ex.results) != 1 || ex.results[0]["text"] != "42" {
 		t.Errorf("results %v", ex.results)
 	}
+	for range 2 { // a notebook cell re-run: its top-level const and let again
+		ex = execute(t, ts.URL, map[string]any{"code": "const c = 1; let l = c + 1; { let l = 5 }\nl", "language": "javascript"})
+		if ex.err != nil || ex.results[0]["text"] != "2" {
+			t.Errorf("re-declared let/const: %v %v", ex.err, ex.results)
+		}
+	}
 	ex = execute(t, ts.URL, map[string]any{"code": "n", "language": "javascript"})
 	if ex.results[0]["text"] != "40" {
 		t.Errorf("the javascript default context lost n: %v", ex.results)
