@@ -263,7 +263,7 @@ func (s *Server) createContextLocked(lang, cwd string) (*codeContext, string) {
 // kernelFactory returns the constructor of lang's kernel, or nil.
 func (s *Server) kernelFactory(lang string) func(cwd string, env map[string]string) kernel {
 	switch lang {
-	case LangPython:
+	case LangPython, "python3": // python3 is Jupyter's own kernel name
 		return func(cwd string, env map[string]string) kernel {
 			k := newPythonKernel(cwd, env)
 			k.fs = s.cfg.FS

@@ -275,6 +275,11 @@ func TestContexts(t *testing.T) {
 	if resp.StatusCode != 400 {
 		t.Errorf("context and language: %d, want 400", resp.StatusCode)
 	}
+	resp = post(t, ts.URL+"/contexts", map[string]any{"language": "python3"})
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("python3 context: %d, want 200", resp.StatusCode)
+	}
 	resp = post(t, ts.URL+"/contexts", map[string]any{"language": "r"})
 	resp.Body.Close()
 	if resp.StatusCode != 500 {
