@@ -71,7 +71,9 @@ func (p *Provider) serveCodeInterp(w http.ResponseWriter, r *http.Request, rawID
 		)
 		p.update(func(time.Time) []Daemon {
 			for _, s := range p.sandboxes {
-				if s.daemon != nil {
+				// Only the table's own kind of key: another daemon type may
+				// not be comparable.
+				if _, ok := s.daemon.(codeInterpreterDaemon); ok {
 					live[s.daemon] = true
 				}
 			}
