@@ -9,13 +9,13 @@ import (
 	"github.com/sandboxkit/sandboxkit/internal/fakecodeinterp"
 )
 
-// codeInterpPort is the code interpreter's port as it appears in hosts and
+// codeInterpPort returns the code interpreter's port as it appears in hosts and
 // the E2b-Sandbox-Port header. @e2b/code-interpreter 2.8.0 reaches it like
 // envd: on E2B_SANDBOX_URL with headers E2b-Sandbox-Id and
 // E2b-Sandbox-Port: 49999 (dist/index.mjs runCode, jupyterUrl via
 // getSandboxDirectUrl), or on host "49999-<id>.<domain>" without
 // E2B_SANDBOX_URL; envdTarget reads both.
-var codeInterpPort = strconv.Itoa(fakecodeinterp.Port)
+func codeInterpPort() string { return strconv.Itoa(fakecodeinterp.Port) }
 
 // codeInterpreterDaemon is a daemon that can serve the code interpreter
 // (fakeenvd's in-memory daemon can).

@@ -265,7 +265,7 @@ func (p *Provider) Now() time.Time { return p.clock.Now() }
 // control-plane request.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id, port, ok := p.envdTarget(r); ok {
-		if port == codeInterpPort {
+		if port == codeInterpPort() {
 			p.serveCodeInterp(w, r, id)
 			return
 		}

@@ -13,10 +13,12 @@ import (
 	"go.starlark.net/syntax"
 )
 
-// pyFileOptions turn on the Starlark features that bring it closest to
+// pyFileOptions turns on the Starlark features that bring it closest to
 // Python: while loops, top-level if/for/while, reassigned globals, sets
 // and recursion.
-var pyFileOptions = syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+func pyFileOptions() *syntax.FileOptions {
+	return &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+}
 
 // pyCellName is the file name in tracebacks, as IPython names a cell's
 // code.
@@ -68,7 +70,8 @@ func (k *pythonKernel) exec(ctx context.Context, code string, out kernelOutput) 
 	if xerr != nil {
 		return nil, xerr
 	}
-	f, err := pyFileOptions.Parse(pyCellName, src, 0)
+	opts := pyFileOptions()
+	f, err := opts.Parse(pyCellName, src, 0)
 	if err != nil {
 		return nil, pySyntaxError(code, err)
 	}
@@ -88,7 +91,7 @@ func (k *pythonKernel) exec(ctx context.Context, code string, out kernelOutput) 
 	if last == nil {
 		return nil, nil
 	}
-	v, err := starlark.EvalExprOptions(&pyFileOptions, thread, last, k.globals)
+	v, err := starlark.EvalExprOptions(opts, thread, last, k.globals)
 	if err != nil {
 		return nil, pyError(ctx, err)
 	}
