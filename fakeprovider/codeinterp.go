@@ -1,8 +1,12 @@
 package fakeprovider
 
 import (
+	"bytes"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -96,6 +100,59 @@ func (p *Provider) serveCodeInterp(w http.ResponseWriter, r *http.Request, rawID
 			p.writeEdgeError(w, r, id, msg, port)
 			return
 		}
-		p.codeInterps.get(ci, daemon, live).ServeHTTP(w, r)
+		srv := p.codeInterps.get(ci, daemon, live)
+		if !p.canaryMode {
+			srv.ServeHTTP(w, r)
+			return
+		}
+		cw := &canaryErrorWriter{ResponseWriter: w}
+		srv.ServeHTTP(cw, r)
+		cw.finish(p, r)
 	})
+}
+
+// canaryErrorWriter holds back a plain-text error answer (status >= 400)
+// of the code interpreter, so that with [Options.Canaries] its message
+// carries the same canary and URL suffix as every other error of the fake
+// (see writeError) and a server relaying it raw is caught. Other answers,
+// the /execute stream among them, pass through.
+type canaryErrorWriter struct {
+	http.ResponseWriter
+	status int
+	held   bytes.Buffer
+}
+
+func (c *canaryErrorWriter) holding() bool {
+	return c.status >= http.StatusBadRequest && strings.HasPrefix(c.Header().Get("Content-Type"), "text/plain")
+}
+
+func (c *canaryErrorWriter) WriteHeader(status int) {
+	c.status = status
+	if !c.holding() {
+		c.ResponseWriter.WriteHeader(status)
+	}
+}
+
+func (c *canaryErrorWriter) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.WriteHeader(http.StatusOK)
+	}
+	if c.holding() {
+		return c.held.Write(b)
+	}
+	return c.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController flush the /execute stream.
+func (c *canaryErrorWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// finish writes a held error with the canary suffix.
+func (c *canaryErrorWriter) finish(p *Provider, r *http.Request) {
+	if !c.holding() {
+		return
+	}
+	k := p.canaries.issue(canaryError)
+	msg := fmt.Sprintf("%s (request https://api.%s.%s%s ref %s)", c.held.String(), k, DomainSuffix, r.URL.Path, k)
+	c.ResponseWriter.WriteHeader(c.status)
+	_, _ = io.WriteString(c.ResponseWriter, msg)
 }

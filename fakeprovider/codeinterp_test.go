@@ -56,3 +56,20 @@ func TestProvider_CodeInterpreterWithoutSupport(t *testing.T) {
 	res := f.doWith("POST", "https://x/execute", map[string]any{"code": "1"}, map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49999"})
 	wantEdgeError(t, f.p, res, id, "The sandbox is running but port is not open", 49999)
 }
+
+// TestProvider_CodeInterpreterCanaryErrors: with canaries, the code
+// interpreter's error text carries the fake's canary like its other errors;
+// its stream does not change.
+func TestProvider_CodeInterpreterCanaryErrors(t *testing.T) {
+	f := newFixture(t, &fakeprovider.Options{Canaries: true})
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	h := map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49999"}
+	res := f.doWith("POST", "https://x/execute", map[string]any{"code": "1", "context_id": "nope"}, h)
+	if res.status != 404 || !strings.HasPrefix(string(res.body), "Context nope not found (request https://api.canary-") {
+		t.Errorf("404 body %q", res.body)
+	}
+	res = f.doWith("POST", "https://x/execute", map[string]any{"code": "6 * 7"}, h)
+	if res.status != 200 || !strings.Contains(string(res.body), `"text":"42"`) || strings.Contains(string(res.body), "canary") {
+		t.Errorf("stream %d %q", res.status, res.body)
+	}
+}
