@@ -161,8 +161,9 @@
 //     the fake. A paused
 //     sandbox gets "The sandbox was not found" (the fake never auto-resumes
 //     on traffic); a sandbox without a daemon gets "port is not open"; a
-//     browser User-Agent gets JSON, not the platform's HTML page. Only port
-//     49983 is routed.
+//     browser User-Agent gets JSON, not the platform's HTML page. Ports
+//     49983 (envd) and 49999 (the code interpreter, in-process, on every
+//     sandbox whatever its template: codeinterp.go) are routed.
 //   - A killed or expired sandbox drops its open streams (process Start and
 //     Connect, WatchDir) by closing the HTTP/1.1 connection; the platform
 //     resets an HTTP/2 stream. Both read as a cut body ("terminated" in

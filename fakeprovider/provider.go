@@ -217,6 +217,8 @@ type Provider struct {
 	mu        sync.Mutex
 	sandboxes map[string]*sandboxRecord
 	snapshots map[string]*snapshotRecord // by template ID
+
+	codeInterps codeInterpTable // port 49999, see codeinterp.go
 }
 
 // New returns a Provider configured by opts; nil opts selects all defaults.
@@ -287,6 +289,10 @@ func (p *Provider) Now() time.Time { return p.clock.Now() }
 // control-plane request.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id, port, ok := p.envdTarget(r); ok {
+		if port == codeInterpPort() {
+			p.serveCodeInterp(w, r, id)
+			return
+		}
 		p.serveEnvd(w, r, id, port)
 		return
 	}

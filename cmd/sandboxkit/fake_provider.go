@@ -42,8 +42,11 @@ forgets everything when it stops (see the fakeprovider package documentation
 for every known difference from the platform). Requests addressed to a
 sandbox's daemon (envd) - header E2b-Sandbox-Id, or host 49983-<id>.<domain> -
 go to that sandbox's in-memory daemon: a filesystem (home /home/user) and a
-shell whose commands (cat, ls, echo, seq, sleep, grep, ...) are built in, so
-commands and file transfers work and no host process is ever started.
+shell whose commands (cat, ls, echo, seq, sleep, grep, python3, node, ...) are
+built in, so commands and file transfers work and no host process is ever
+started. Port 49999 (E2b-Sandbox-Port, or host 49999-<id>.<domain>) is the
+code interpreter that @e2b/code-interpreter's runCode calls, in-process too:
+python (a Starlark dialect), javascript (goja) and bash.
 
 By default it answers what the platform answers: metadata comes back exactly
 as it was sent, error messages are the platform's, domain is null. Only the

@@ -109,7 +109,7 @@ func (inv *Invocation) Run(ctx context.Context, args []string) int {
 // DefaultBuiltins returns a new map of every built-in command by name.
 func DefaultBuiltins() map[string]Builtin {
 	m := map[string]Builtin{}
-	for _, group := range []map[string]Builtin{fsBuiltins(), textBuiltins(), sysBuiltins()} {
+	for _, group := range []map[string]Builtin{fsBuiltins(), textBuiltins(), sysBuiltins(), interpBuiltins()} {
 		for k, v := range group {
 			m[k] = v
 		}

@@ -6,8 +6,10 @@
 // X-Metadata-* file metadata, signed URLs) and GET /health — from memory: files
 // live in a [MemFS] tree and commands run in an in-process shell
 // (mvdan.cc/sh/v3 interp) whose every hook is bound to that tree and whose
-// commands are Go built-ins. No host process is ever started and the host
-// filesystem is never touched.
+// commands are Go built-ins (python3, python and node run on the
+// interpreters of package fakecodeinterp, which also serves the sandbox's
+// code interpreter: [Daemon.CodeInterpreter]). No host process is ever
+// started and the host filesystem is never touched.
 //
 // The fake provider creates one Daemon per sandbox and forwards that
 // sandbox's envd requests to [Daemon.ServeHTTP]. [Daemon.Close] is the
