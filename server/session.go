@@ -25,6 +25,10 @@ type ownedSandbox struct {
 // default (TIMEOUT-5).
 type session struct {
 	seq uint64 // for logs only; never the Mcp-Session-Id
+	// modern is set for the stand-in of one modern request, which has no
+	// session: no default, nothing owned, nothing destroyed at its end
+	// (MODERN-1, LEASE-3). nil for a legacy session.
+	modern *modernCall
 	// reg is the registry that destroys what the session leaves; nil only
 	// in unit tests of a bare session.
 	reg *registry
@@ -491,4 +495,11 @@ func (t *tracker) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// liveSessions is the number of session records (for tests).
+func (r *registry) liveSessions() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sessions)
 }
