@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -152,8 +153,14 @@ destroyed. After kill -9 nothing runs the close-time destroys: give each
 replica a stable instance ID (the name its orchestrator gives it) and the
 replica started again under that ID destroys, before it serves, every
 sandbox tagged with it (--sweep-at-start). For an instance that will not
-come back, run "sandboxkit sweep --orphans --instance ID". Never run two
-live processes with one instance ID. With --owner-lease D the platform is
+come back, run "sandboxkit sweep --orphans --instance ID". A process holds
+a lock file for its instance (under the user's cache directory) while it
+lives, and the start sweep runs only when no other live process of the
+instance on this host holds it: a second process started under the same ID
+while the first serves (an MCP client's probe, for example) sweeps nothing.
+Processes of one instance on different hosts cannot see each other's lock:
+give each replica its own ID. Sandboxes that 2026-07-28 requests create
+carry no instance tag: no sweep destroys them (they end by their lease). With --owner-lease D the platform is
 never told a lifetime longer than D: the server renews it every D/3 while
 the owning session lives, up to the lifetime the session asked for (which
 get_sandbox keeps reporting), so a dead server's sandboxes end within D even
@@ -221,7 +228,7 @@ Examples:
 
 	// Ownership flags (issue 17).
 	f.StringVar(&cfg.instance, "instance", "", "stable ID of this server instance, written into every sandbox's metadata (default $"+serveInstanceEnv+"; unset: a random one)")
-	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left")
+	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left (skipped while another live process of the instance runs on this host)")
 	f.DurationVar(&cfg.ownerLease, "owner-lease", 0, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")
 	return cmd
 }
@@ -345,7 +352,12 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	serveSweepAtStart(ctx, srv, instance != "" && cfg.sweepAtStart, logger)
+	if instance != "" {
+		release := serveHoldInstance(ctx, srv, cfg.sweepAtStart, logger)
+		defer release()
+	} else {
+		serveSweepAtStart(ctx, srv, false, logger)
+	}
 	if cfg.httpAddr == "" {
 		logger.Info("serving MCP on stdio")
 		err := srv.RunStdio(ctx)
@@ -359,6 +371,30 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		return err
 	}
 	return serveStreamableHTTP(ctx, srv, cfg, token, tokens, logger)
+}
+
+// serveHoldInstance claims the instance ID on this host for the life of
+// the process and runs the start sweep only when no other live process of
+// the instance holds it (SESSION-4): a sibling started while this one
+// serves (an MCP client's probe process) never destroys its sandboxes.
+func serveHoldInstance(ctx context.Context, srv *server.Server, sweep bool, logger *slog.Logger) (release func()) {
+	hold, err := holdInstance(instanceLockDir(), srv.Instance())
+	if err != nil {
+		hold, err = holdInstance(filepath.Join(os.TempDir(), "sandboxkit-instances"), srv.Instance())
+	}
+	if err != nil {
+		logger.Warn("instance lock unavailable: start sweep skipped", "instance", srv.Instance(), "error", err.Error())
+		serveSweepAtStart(ctx, srv, false, logger)
+		return func() {}
+	}
+	if sweep && !hold.sweepAllowed() {
+		logger.Info("another live process of this instance runs on this host: start sweep skipped", "instance", srv.Instance())
+	}
+	serveSweepAtStart(ctx, srv, sweep && hold.sweepAllowed(), logger)
+	if err := hold.share(); err != nil {
+		logger.Warn("instance lock could not be shared", "instance", srv.Instance(), "error", err.Error())
+	}
+	return hold.release
 }
 
 // serveSweepAtStart destroys, before the server serves, what an earlier
