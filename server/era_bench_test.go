@@ -4,7 +4,10 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/server"
 )
 
@@ -26,14 +30,15 @@ import (
 
 // eraRig is a server on a fake provider, served over loopback HTTP.
 type eraRig struct {
-	srv *server.Server
+	srv  *server.Server
+	fake *fakeprovider.Provider
 	url string
 	tr  *http.Transport
 }
 
 func newEraRig(b *testing.B) *eraRig {
 	b.Helper()
-	srv, _, _ := newFakeBacked(b)
+	srv, _, fake := newFakeBacked(b)
 	hs := httptest.NewServer(srv.HTTPHandler(&server.HTTPOptions{MaxSessionsPerClient: -1}))
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 128
@@ -44,7 +49,7 @@ func newEraRig(b *testing.B) *eraRig {
 		_ = srv.Shutdown(ctx)
 		hs.Close()
 	})
-	return &eraRig{srv: srv, url: hs.URL + server.MCPPath, tr: tr}
+	return &eraRig{srv: srv, fake: fake, url: hs.URL + server.MCPPath, tr: tr}
 }
 
 // client connects one client of the given protocol version.
@@ -142,11 +147,18 @@ func BenchmarkModernHeap(b *testing.B) {
 	run(2000) // warm up: pools, caches, connections
 	idle := liveHeap(r)
 	b.ResetTimer()
+	n := int64(modernHeapRequests)
+	if v, err := strconv.ParseInt(os.Getenv("SANDBOXKIT_HEAP_REQUESTS"), 10, 64); err == nil && v > 0 {
+		n = v // a shorter run, for profiling
+	}
 	for range b.N {
-		run(modernHeapRequests)
+		run(n)
 	}
 	b.StopTimer()
 	after := liveHeap(r)
+	if path := os.Getenv("SANDBOXKIT_HEAP_PROFILE"); path != "" {
+		writeHeapProfile(b, path) // what is still held, for pprof
+	}
 	b.ReportMetric(float64(idle)/1024, "idle-heap-KiB")
 	b.ReportMetric(float64(after)/1024, "after-heap-KiB")
 	b.ReportMetric(float64(after-idle)/1024, "growth-KiB")
@@ -154,9 +166,12 @@ func BenchmarkModernHeap(b *testing.B) {
 }
 
 // liveHeap is the live heap once idle connections are closed and garbage
-// collected.
+// collected. It is the server's, the clients' and the fake provider's
+// heap together, the fake's request journal excepted.
 func liveHeap(r *eraRig) int64 {
 	r.tr.CloseIdleConnections()
+	// The fake provider records every request it served: not the server's.
+	r.fake.Journal().Reset()
 	var ms runtime.MemStats
 	for range 3 {
 		time.Sleep(100 * time.Millisecond) // let closed connections' goroutines end
@@ -171,4 +186,16 @@ func itoa(n int) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// writeHeapProfile writes the live heap to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
 }

@@ -237,6 +237,10 @@ func TestModernKilledHandles(t *testing.T) {
 			t.Errorf("%s after kill: %+v, want not_found saying it was killed", name, te)
 		}
 	}
+	// The server keeps nothing of a killed sandbox.
+	if records, commands := h.srv.deps.leases.size(); records != 0 || commands != 0 {
+		t.Errorf("after kill the server keeps %d lease records and %d commands, want none", records, commands)
+	}
 }
 
 // A sandbox killed behind the server's back (another replica) is not_found
