@@ -32,8 +32,8 @@ import (
 type eraRig struct {
 	srv  *server.Server
 	fake *fakeprovider.Provider
-	url string
-	tr  *http.Transport
+	url  string
+	tr   *http.Transport
 }
 
 func newEraRig(b *testing.B) *eraRig {
