@@ -356,3 +356,26 @@ func TestToolsListAcrossEras(t *testing.T) {
 		t.Errorf("modern tools/list without caching hints: %.300s", data)
 	}
 }
+
+// LEASE-3 on stdio: the end of input ends the process's session, and a
+// sandbox a modern request created there outlives it.
+func TestModernLeaseSurvivesStdioEOF(t *testing.T) {
+	h := newHarness(t, nil)
+	serverEnd, clientEnd := net.Pipe()
+	done := make(chan error, 1)
+	go func() { done <- h.srv.Run(context.Background(), &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd}) }()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd}, &mcp.ClientSessionOptions{ProtocolVersion: ModernProtocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{h: h, cs: cs}
+	id := c.ok("create_sandbox", nil)["sandbox_id"].(string)
+	_ = cs.Close() // end of input
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.fp.Sandbox(id); !ok {
+		t.Error("end of input destroyed a leased sandbox")
+	}
+}
