@@ -87,7 +87,7 @@ func benchEra(b *testing.B, tool, version string, conc int) {
 	ops := make([]func(), conc)
 	for i := range ops {
 		cs := r.client(b, version)
-		args := map[string]any{"sandbox_id": call(b, cs, "create_sandbox", map[string]any{})["sandbox_id"]}
+		args := map[string]any{"sandbox_id": call(b, cs, "create_sandbox", map[string]any{"timeout": 3600})["sandbox_id"]}
 		if tool == "run_command" {
 			args["command"] = "echo hello"
 		}
@@ -127,7 +127,7 @@ func BenchmarkModernHeap(b *testing.B) {
 	ops := make([]func(), conc)
 	for i := range ops {
 		cs := r.client(b, server.ModernProtocolVersion)
-		args := map[string]any{"sandbox_id": call(b, cs, "create_sandbox", map[string]any{})["sandbox_id"]}
+		args := map[string]any{"sandbox_id": call(b, cs, "create_sandbox", map[string]any{"timeout": 3600})["sandbox_id"]}
 		ops[i] = func() { call(b, cs, "get_sandbox", args) }
 	}
 	run := func(n int64) {
