@@ -68,6 +68,12 @@ type HTTPOptions struct {
 	// on every request to MCPPath; it is compared in constant time. When
 	// empty, requests that did not arrive on a loopback address are refused.
 	Token string
+	// Tokens maps more bearer tokens to the principal each one
+	// authenticates (HANDLE-1): a sandbox or command_id that a modern
+	// request of one principal created is not_found to every other. Token,
+	// when set, is one more, of principal [TokenPrincipal]. Without any
+	// token the one principal is [LocalPrincipal]. See [ParseTokens].
+	Tokens map[string]string
 	// SessionTimeout closes a session that has received no request for this
 	// long (its owned sandboxes are destroyed). Zero means
 	// [DefaultSessionTimeout]; negative means never.
@@ -198,27 +204,42 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
 	})
-	var tokenSum [sha256.Size]byte
-	if o.Token != "" {
-		tokenSum = sha256.Sum256([]byte(o.Token))
-	}
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:              s.sdkLogger,
+		Stateless:           true,
+		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
+		// A closed response stream cancels the modern request
+		// (streamable-http.mdx, "Cancellation").
+		PropagateRequestCancellation: true,
+	})
+	keys := tokenKeys(o)
 	budget := &byteBudget{size: o.MaxInFlightBytes, wait: o.InFlightWait}
 	if o.MaxInFlightBytes > 0 {
 		budget.sem = semaphore.NewWeighted(o.MaxInFlightBytes)
 	}
 	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.Token == "" {
+		principal := LocalPrincipal
+		if len(keys) == 0 {
 			if !arrivedOnLoopback(r) {
 				http.Error(w, "Forbidden: this server accepts only loopback connections without a token", http.StatusForbidden)
 				return
 			}
-		} else if !bearerOK(r, tokenSum) {
+		} else if p, ok := bearerPrincipal(r, keys); ok {
+			principal = p
+		} else {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxkit"`)
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
+		// HANDLE-1: the tool handler reads the principal from here; a
+		// value the client sent is replaced.
+		r.Header.Set(principalHeader, principal)
 		w, r, done := s.slowClientBounds(w, r, o)
 		defer done()
+		if isModernVersion(r.Header.Get("MCP-Protocol-Version")) {
+			s.serveModern(w, r, o, budget, stateless)
+			return
+		}
 		id := r.Header.Get("Mcp-Session-Id")
 		switch r.Method {
 		case http.MethodDelete:
@@ -228,7 +249,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		case http.MethodPost:
 		default:
 			if id != "" {
-				defer s.reg.activeHTTP(id)()
+				defer s.reg.http.active(id)()
 			}
 			streamable.ServeHTTP(w, r)
 			return
@@ -252,22 +273,22 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		s.httpCalls.add()
 		defer s.httpCalls.done()
 		if id != "" {
-			defer s.reg.activeHTTP(id)()
+			defer s.reg.http.active(id)()
 			streamable.ServeHTTP(w, r)
 			return
 		}
 		// A POST without a session ID may open a session: reserve a slot
 		// until it is established (or not).
 		client := clientKey(r, o.ClientIPHeader)
-		ok, perClient := s.reg.reserveHTTP(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
+		ok, perClient := s.reg.http.reserve(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
 		if !ok {
 			s.refuseSession(w, perClient, o)
 			return
 		}
-		defer s.reg.releaseHTTP(client)
+		defer s.reg.http.release(client)
 		streamable.ServeHTTP(w, r)
 		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-			s.reg.bindHTTP(sid, client)
+			s.reg.http.bind(sid, client)
 		}
 	})
 	mux := http.NewServeMux()
@@ -277,6 +298,31 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// serveModern hands a modern request (by its MCP-Protocol-Version header)
+// to the stateless handler of the same *mcp.Server, behind the same
+// authentication, Host/Origin checks, body caps and in-flight budget as a
+// legacy one. It mints no session ID and counts against no session cap;
+// GET and DELETE get 405 from the stateless handler (TOOLS-4).
+func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptions, budget *byteBudget, stateless http.Handler) {
+	// A modern request has no session: a session ID it carries is ignored.
+	r.Header.Del("Mcp-Session-Id")
+	if r.Method != http.MethodPost || baseMediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
+		stateless.ServeHTTP(w, r)
+		return
+	}
+	p, rf := s.readPost(r, o, budget)
+	if rf != nil {
+		rf.write(w)
+		return
+	}
+	defer s.releasePost(p)
+	r.Body = io.NopCloser(bytes.NewReader(p.body))
+	r.ContentLength = int64(len(p.body))
+	s.httpCalls.add()
+	defer s.httpCalls.done()
+	stateless.ServeHTTP(w, r)
 }
 
 // refuseSession answers a request that would open a session beyond a cap:
@@ -356,19 +402,45 @@ func (s *Server) endHTTPSession(id string) {
 	if id == "" {
 		return
 	}
-	if sess, ok := s.reg.byHTTPID(id); ok {
+	if sess, ok := s.reg.http.session(id); ok {
 		s.reg.end(sess)
 	}
 }
 
-// bearerOK checks "Authorization: Bearer <token>" in constant time.
-func bearerOK(r *http.Request, want [sha256.Size]byte) bool {
+// tokenKey is one accepted bearer token, by its SHA-256, and the principal
+// it authenticates.
+type tokenKey struct {
+	sum       [sha256.Size]byte
+	principal string
+}
+
+// tokenKeys lists the accepted tokens of o.
+func tokenKeys(o HTTPOptions) []tokenKey {
+	var keys []tokenKey
+	if o.Token != "" {
+		keys = append(keys, tokenKey{sha256.Sum256([]byte(o.Token)), TokenPrincipal})
+	}
+	for tok, p := range o.Tokens {
+		keys = append(keys, tokenKey{sha256.Sum256([]byte(tok)), p})
+	}
+	return keys
+}
+
+// bearerPrincipal checks "Authorization: Bearer <token>" against every
+// accepted token in constant time and returns the token's principal.
+func bearerPrincipal(r *http.Request, keys []tokenKey) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	principal, found := "", false
+	for _, k := range keys {
+		if subtle.ConstantTimeCompare(got[:], k.sum[:]) == 1 {
+			principal, found = k.principal, true
+		}
+	}
+	return principal, found
 }
 
 // arrivedOnLoopback reports whether the request came in on a loopback

@@ -19,7 +19,8 @@ const methodCallTool = "tools/call"
 // has no session-closed hook; the registry waits on ss.Wait().
 func (s *Server) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil {
+		// A modern request has no session: it never touches the registry.
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && !modernRequest(req) {
 			s.reg.attach(ss)
 		}
 		return next(ctx, method, req)
