@@ -37,13 +37,17 @@ export function newClient2(mode) {
  * of the negotiating modes) leaves its PID in pidfile; exec keeps the PID.
  * @param {string} mode a key of MODES
  * @param {string} pidFile where the spawned processes' PIDs go
+ * @param {{serveArgs?: string[], env?: Record<string,string>}} [opts] the
+ *   serve command line (default: against its embedded fake) and extra
+ *   environment (the client passes it on top of its default environment)
  */
-export async function connectStdio2(mode, pidFile) {
+export async function connectStdio2(mode, pidFile, { serveArgs = ['serve', '--fake'], env } = {}) {
   writeFileSync(pidFile, '');
   const script = 'echo $$ >> "$1"; shift; exec "$@"';
   const transport = new StdioClientTransport({
     command: '/bin/sh',
-    args: ['-c', script, 'sh', pidFile, sandboxkitBin(), 'serve', '--fake'],
+    args: ['-c', script, 'sh', pidFile, sandboxkitBin(), ...serveArgs],
+    env, // StdioClientTransport.start (dist/stdio.mjs) spreads it over getDefaultEnvironment()
     stderr: 'pipe',
   });
   let stderr = '';

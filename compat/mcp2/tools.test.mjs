@@ -34,6 +34,7 @@ import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loopbackURL, startHTTPServer } from '../lib/mcp.mjs';
+import { startFakeProvider } from '../lib/sandboxkit.mjs';
 import { MODERN, alive, connectHTTP2, connectStdio2, newClient2 } from '../lib/mcp2.mjs';
 
 // The 2025 revisions a legacy `initialize` negotiates (TOOLS-4).
@@ -332,3 +333,43 @@ describe('official MCP client v2 pinned to a version the server does not serve',
     await client.close();
   });
 });
+
+// An MCP host config that sets SANDBOXKIT_INSTANCE starts every stdio server
+// under that one instance ID. With 'auto' or a pin, each connect also spawns
+// the client's probe sibling (negotiateStdioViaSibling, above) while the
+// first client's server still serves. SESSION-4: a start sweep destroys what
+// a *dead* process of the instance owned, "and nothing else"; so a second
+// client, its probe sibling and its session process must leave the first
+// client's sandbox alone. The servers share one fake provider here, so a
+// sweep could reach it.
+for (const mode of ['default', 'auto']) {
+  describe(`official MCP client v2 (${mode}): a second stdio client under the same SANDBOXKIT_INSTANCE`, () => {
+    let fake;
+    let first;
+    let env;
+    before(async () => {
+      fake = await startFakeProvider();
+      env = { ...fake.env, SANDBOXKIT_INSTANCE: `compat-probe-${mode}-${process.pid}` };
+      first = await connectStdio2(mode, join(tmpdir(), `sandboxkit-compat2-${process.pid}-${mode}-first.pids`),
+        { serveArgs: ['serve'], env });
+    });
+    after(async () => {
+      await first?.close();
+      await fake?.stop();
+    });
+
+    test("leaves the first client's sandbox running", async () => {
+      const id = (await ok(first.client, 'create_sandbox', {})).sandbox_id;
+      const second = await connectStdio2(mode, join(tmpdir(), `sandboxkit-compat2-${process.pid}-${mode}-second.pids`),
+        { serveArgs: ['serve'], env });
+      try {
+        assert.ok(Array.isArray((await ok(second.client, 'list_sandboxes', {})).sandboxes));
+      } finally {
+        await second.close();
+      }
+      const echo = await ok(first.client, 'run_command', { sandbox_id: id, command: 'echo still here' });
+      assert.equal(echo.stdout, 'still here\n', "the first client's sandbox survived the second client's start and end");
+      await ok(first.client, 'kill_sandbox', { sandbox_id: id });
+    });
+  });
+}
