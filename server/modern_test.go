@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -415,5 +416,19 @@ func TestModernBackgroundCommand(t *testing.T) {
 	})
 	if te := c.fail("get_background_command", map[string]any{"command_id": "bg-0123456789abcdef0123456789abcdef." + "bm9zdWNo"}); te.Category != sandbox.NotFound {
 		t.Errorf("a made-up command_id: %+v, want not_found", te)
+	}
+}
+
+// A modern upload large enough to go through the HTTP front end's argument
+// stash reaches its handler (the stash is keyed without a session).
+func TestModernHTTPLargeUpload(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, nil)
+	c := connectModernHTTP(t, h, ts.URL, httpClient(t, nil))
+	id := c.ok("create_sandbox", nil)["sandbox_id"].(string)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1024) // 16 KiB, beyond stashMinBytes
+	got := c.ok("upload_file", map[string]any{"sandbox_id": id, "path": "/tmp/big", "data_base64": base64.StdEncoding.EncodeToString(data)})
+	if got["size"] != float64(len(data)) {
+		t.Errorf("uploaded %v bytes, want %d", got["size"], len(data))
 	}
 }
