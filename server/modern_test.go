@@ -432,3 +432,42 @@ func TestModernHTTPLargeUpload(t *testing.T) {
 		t.Errorf("uploaded %v bytes, want %d", got["size"], len(data))
 	}
 }
+
+// Modern requests pass the same front door as legacy ones: bearer token,
+// DNS-rebinding (Host) and cross-origin checks.
+func TestModernHTTPGuards(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{Token: "the-only-token-12345"})
+	body := modernBody("tools/list", ModernProtocolVersion)
+	for name, tc := range map[string]struct {
+		header http.Header
+		host   string
+		want   int
+	}{
+		"no token":       {http.Header{}, "", http.StatusUnauthorized},
+		"wrong token":    {http.Header{"Authorization": {"Bearer nope-nope-nope-nope"}}, "", http.StatusUnauthorized},
+		"foreign Host":   {http.Header{"Authorization": {"Bearer the-only-token-12345"}}, "evil.example", http.StatusForbidden},
+		"foreign Origin": {http.Header{"Authorization": {"Bearer the-only-token-12345"}, "Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, "", http.StatusForbidden},
+		"good":           {http.Header{"Authorization": {"Bearer the-only-token-12345"}}, "", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+MCPPath, strings.NewReader(body))
+		for k, v := range tc.header {
+			req.Header[k] = v
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", ModernProtocolVersion)
+		req.Header.Set("Mcp-Method", "tools/list")
+		resp, err := httpClient(t, nil).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", name, resp.StatusCode, tc.want)
+		}
+	}
+}
