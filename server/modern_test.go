@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -469,5 +470,36 @@ func TestModernHTTPGuards(t *testing.T) {
 		if resp.StatusCode != tc.want {
 			t.Errorf("%s: status %d, want %d", name, resp.StatusCode, tc.want)
 		}
+	}
+}
+
+// Concurrent modern calls on one sandbox, through two servers sharing the
+// provider, each starting with an empty lease cache: every call succeeds
+// and every renewal uses the policy (run with -race).
+func TestModernConcurrentCalls(t *testing.T) {
+	h := newHarness(t, nil)
+	id := h.connectModern().ok("create_sandbox", map[string]any{"timeout": 77})["sandbox_id"].(string)
+	servers := []*harness{h, h.replica()}
+	h.fp.Journal().Reset()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		c := servers[i%2].connectModern()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "true", "sandbox_id": id}})
+			if err != nil || res.IsError {
+				t.Errorf("run_command: %v %v", err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range h.fp.Journal().Calls(sandbox.OpSetTimeout) {
+		if !bytes.Contains(e.Body, []byte(`"timeout":77`)) {
+			t.Errorf("renewal %s, want the policy 77", e.Body)
+		}
+	}
+	if n := h.fp.Journal().Count(sandbox.OpSetTimeout); n != 16 {
+		t.Errorf("%d renewals for 16 calls", n)
 	}
 }
