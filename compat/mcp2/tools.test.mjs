@@ -30,6 +30,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { StreamableHTTPClientTransport, UnsupportedProtocolVersionError } from '@modelcontextprotocol/client';
 import { readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -319,17 +320,24 @@ describe('official MCP client v2 (pinned): a sandbox outlives its connection', (
 });
 
 // A pin the server does not offer fails loudly (client d.mts: "No fallback —
-// anything else fails loudly with a typed error").
+// anything else fails loudly with a typed error"). The server's answer is
+// -32022 with the versions it supports (basic/versioning.mdx; TOOLS-4), which
+// the client surfaces as UnsupportedProtocolVersionError (index-BCNZS4Ap.d.mts:
+// `supported`, `requested`).
 describe('official MCP client v2 pinned to a version the server does not serve', () => {
   let server;
   before(async () => { server = await startHTTPServer('127.0.0.1:0'); });
   after(async () => { await server?.stop(); });
 
-  test('connect rejects instead of falling back', async () => {
+  test('connect rejects with -32022 naming the supported versions', async () => {
     const client = newClient2('default');
     client.setVersionNegotiation({ mode: { pin: '2099-01-01' } });
-    const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
-    await assert.rejects(client.connect(new StreamableHTTPClientTransport(new URL(loopbackURL(server.port)))));
+    await assert.rejects(client.connect(new StreamableHTTPClientTransport(new URL(loopbackURL(server.port)))), (err) => {
+      assert.ok(err instanceof UnsupportedProtocolVersionError, `want UnsupportedProtocolVersionError, got ${err.constructor.name}: ${err.message}`);
+      assert.equal(err.code, -32022);
+      for (const v of [MODERN, ...LEGACY_VERSIONS]) assert.ok(err.supported.includes(v), `data.supported lists ${v}: ${err.supported}`);
+      return true;
+    });
     await client.close();
   });
 });
