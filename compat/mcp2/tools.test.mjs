@@ -31,7 +31,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { StreamableHTTPClientTransport, UnsupportedProtocolVersionError } from '@modelcontextprotocol/client';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loopbackURL, startHTTPServer } from '../lib/mcp.mjs';
@@ -230,7 +230,10 @@ for (const mode of ['default', 'auto', 'pinned']) {
     const pidFile = join(tmpdir(), `sandboxkit-compat2-${process.pid}-${mode}.pids`);
     let conn;
     before(async () => { conn = await connectStdio2(mode, pidFile); });
-    after(async () => { await conn?.close(); });
+    after(async () => {
+      await conn?.close();
+      rmSync(pidFile, { force: true });
+    });
 
     test('negotiates its era', () => { assertEra(conn.client, mode); });
     test('lists the fifteen tools', async () => {
@@ -355,20 +358,22 @@ for (const mode of ['default', 'auto']) {
     let fake;
     let first;
     let env;
+    const pidDir = mkdtempSync(join(tmpdir(), 'sandboxkit-compat2-'));
     before(async () => {
       fake = await startFakeProvider();
       env = { ...fake.env, SANDBOXKIT_INSTANCE: `compat-probe-${mode}-${process.pid}` };
-      first = await connectStdio2(mode, join(tmpdir(), `sandboxkit-compat2-${process.pid}-${mode}-first.pids`),
+      first = await connectStdio2(mode, join(pidDir, 'first.pids'),
         { serveArgs: ['serve'], env });
     });
     after(async () => {
       await first?.close();
       await fake?.stop();
+      rmSync(pidDir, { recursive: true, force: true });
     });
 
     test("leaves the first client's sandbox running", async () => {
       const id = (await ok(first.client, 'create_sandbox', {})).sandbox_id;
-      const second = await connectStdio2(mode, join(tmpdir(), `sandboxkit-compat2-${process.pid}-${mode}-second.pids`),
+      const second = await connectStdio2(mode, join(pidDir, 'second.pids'),
         { serveArgs: ['serve'], env });
       try {
         assert.ok(Array.isArray((await ok(second.client, 'list_sandboxes', {})).sandboxes));
