@@ -64,8 +64,9 @@ export async function connectStdio2(mode, pidFile, { serveArgs = ['serve', '--fa
  * (StreamableHTTPClientTransportOptions.fetch, dist/index.d.mts).
  * @param {string} mode a key of MODES
  * @param {string} url the MCP endpoint
+ * @param {string} [token] bearer token sent as Authorization
  */
-export async function connectHTTP2(mode, url) {
+export async function connectHTTP2(mode, url, token) {
   const exchanges = [];
   const recordingFetch = async (input, init = {}) => {
     const res = await fetch(input, init);
@@ -77,7 +78,8 @@ export async function connectHTTP2(mode, url) {
     });
     return res;
   };
-  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch });
+  const requestInit = token ? { headers: { Authorization: `Bearer ${token}` } } : undefined;
+  const transport = new StreamableHTTPClientTransport(new URL(url), { fetch: recordingFetch, requestInit });
   const client = newClient2(mode);
   await withTimeout(client.connect(transport), 30000, `connect to ${url} (${mode})`);
   return {

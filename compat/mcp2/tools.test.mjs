@@ -29,8 +29,8 @@
 //   over the same connection (the contract's MODERN-1: no default sandbox).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
-import { StreamableHTTPClientTransport, UnsupportedProtocolVersionError } from '@modelcontextprotocol/client';
+import { createHash, randomBytes } from 'node:crypto';
+import { SdkHttpError, StreamableHTTPClientTransport, UnsupportedProtocolVersionError } from '@modelcontextprotocol/client';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -386,3 +386,34 @@ for (const mode of ['default', 'auto']) {
     });
   });
 }
+
+// Off loopback the server demands a bearer token (`serve --help`, "HTTP
+// security"), for modern requests as for 2025 sessions. It listens on 0.0.0.0
+// so that it must; the client reaches it over 127.0.0.1 only. The v2 client
+// reports a refused probe as SdkHttpError with the HTTP status in data.status
+// (index-BCNZS4Ap.d.mts, SdkHttpErrorData).
+describe('official MCP client v2 (pinned) off loopback needs the bearer token', () => {
+  const token = randomBytes(24).toString('hex');
+  let server;
+  before(async () => { server = await startHTTPServer('0.0.0.0:0', { SANDBOXKIT_HTTP_TOKEN: token }); });
+  after(async () => { await server?.stop(); });
+
+  test('a client with the token is served', async () => {
+    const conn = await connectHTTP2('pinned', loopbackURL(server.port), token);
+    try {
+      assert.equal(conn.client.getProtocolEra(), 'modern');
+      assert.ok(Array.isArray((await ok(conn.client, 'list_sandboxes', {})).sandboxes));
+    } finally {
+      await conn.close();
+    }
+  });
+  for (const [what, sent] of [['without a token', undefined], ['with a wrong token', 'not-the-token']]) {
+    test(`a client ${what} is refused with 401`, async () => {
+      await assert.rejects(connectHTTP2('pinned', loopbackURL(server.port), sent), (err) => {
+        assert.ok(err instanceof SdkHttpError, `want SdkHttpError, got ${err.constructor.name}: ${err.message}`);
+        assert.equal(err.data?.status, 401);
+        return true;
+      });
+    });
+  }
+});
