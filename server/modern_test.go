@@ -503,3 +503,29 @@ func TestModernConcurrentCalls(t *testing.T) {
 		t.Errorf("%d renewals for 16 calls", n)
 	}
 }
+
+// A legacy session belongs to the principal that opened it: another
+// principal's request or DELETE with its Mcp-Session-Id is refused and ends
+// nothing.
+func TestLegacySessionBoundToPrincipal(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
+	alice := connectHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}}))
+	alice.ok("create_sandbox", nil)
+	sid := alice.cs.ID()
+	bob := http.Header{"Authorization": {"Bearer token-of-bob-4567"}}
+	hc := httpClient(t, nil)
+	resp, _ := rawPost(t, hc, ts.URL, sid, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_sandbox","arguments":{}}}`), bob)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's call in alice's session: %d, want 403", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+MCPPath, nil)
+	req.Header = bob.Clone()
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := hc.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's DELETE of alice's session: %v %v, want 403", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	alice.ok("get_sandbox", nil) // still alice's, with its default
+}
