@@ -27,6 +27,7 @@ type officialSuite struct {
 	// expectedFailures is a baseline file in this folder, or "": each entry
 	// quotes the specification text that makes the check not apply.
 	expectedFailures string
+	extraArgs        []string // further flags this version of the suite takes
 }
 
 // officialSuites are the suites CI runs against `sandboxkit serve --fake
@@ -39,6 +40,9 @@ var officialSuites = []officialSuite{
 		scenarios: []string{"server-stateless", "caching", "http-header-validation",
 			"http-custom-header-server-validation", "tools-list", "dns-rebinding-protection"},
 		expectedFailures: filepath.Join("suite", "expected-failures-2026-07-28.yml"),
+		// A bound on a hung scenario, not a latency margin: the suite's 30 s
+		// default is tight on a loaded CI machine (0.1.16 has no such flag).
+		extraArgs: []string{"--timeout", "180000"},
 	},
 	{
 		// 0.1.16's generic 2025 server scenarios. Its other scenarios call the
@@ -95,6 +99,7 @@ func runScenario(t *testing.T, node, url string, s officialSuite, scenario strin
 	if s.expectedFailures != "" {
 		args = append(args, "--expected-failures", s.expectedFailures)
 	}
+	args = append(args, s.extraArgs...)
 	cmd := exec.CommandContext(ctx, node, args...)
 	cmd.Env = append(os.Environ(), "HOME="+t.TempDir(), "NO_COLOR=1")
 	var out bytes.Buffer
