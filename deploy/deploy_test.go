@@ -213,6 +213,12 @@ type cluster struct {
 // sharing it, and HAProxy with deploy/haproxy.cfg in front of them.
 func startCluster(t *testing.T, haproxy string) *cluster {
 	t.Helper()
+	return startClusterWith(t, haproxy, "haproxy.cfg")
+}
+
+// startClusterWith is startCluster with another HAProxy configuration.
+func startClusterWith(t *testing.T, haproxy, config string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, bin: buildSandboxkit(t)}
 	fake := start(t, "fake-provider", nil, c.bin, "fake-provider")
 	env := map[string]string{}
@@ -243,7 +249,7 @@ func startCluster(t *testing.T, haproxy string) *cluster {
 	}
 	c.lb = freeAddr(t)
 	hp := start(t, "haproxy", []string{"SANDBOXKIT_LB_ADDR=" + c.lb, "SANDBOXKIT_REPLICA_0=" + c.addrs[0], "SANDBOXKIT_REPLICA_1=" + c.addrs[1]},
-		haproxy, "-db", "-W", "-f", "haproxy.cfg")
+		haproxy, "-db", "-W", "-f", config)
 	waitListening(t, hp, c.lb)
 	c.hp = hp
 	return c

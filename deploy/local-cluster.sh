@@ -14,6 +14,9 @@
 #   SANDBOXKIT_REPLICA_0  replica-0's address (default 127.0.0.1:8081)
 #   SANDBOXKIT_REPLICA_1  replica-1's address (default 127.0.0.1:8082)
 #   SANDBOXKIT_SERVE_ARGS more serve flags, e.g. "--provider-timeout 5s"
+#   SANDBOXKIT_HAPROXY_CFG the HAProxy configuration (default haproxy.cfg,
+#                         sticky sessions for 2025 clients; haproxy-modern.cfg
+#                         is plain round robin for 2026-07-28 clients)
 #
 # Example:
 #   sandboxkit fake-provider > fake.env & sleep 1; set -a; . ./fake.env; set +a
@@ -54,6 +57,6 @@ for i in 0 1; do
 done
 
 # -db: stay in the foreground; -W: master-worker, so TERM stops it cleanly.
-haproxy -db -W -f "$here/haproxy.cfg" &
+haproxy -db -W -f "$here/${SANDBOXKIT_HAPROXY_CFG:-haproxy.cfg}" &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -244,6 +244,29 @@ func (p *Platform) GetInfoByID(ctx context.Context, id string, opts *CallOptions
 	return &in, nil
 }
 
+// GetInfoAndMetadataByID is [Platform.GetInfoByID] that also returns the
+// metadata the sandbox was created with ([CreateOptions.Metadata]), for a
+// caller that keeps its own records there; it uses the platform's pooled
+// transport. The metadata never belongs in a
+// tool result (Info leaves it out on purpose).
+//
+// Operation: GET /sandboxes/{sandboxID}
+func (p *Platform) GetInfoAndMetadataByID(ctx context.Context, id string, opts *CallOptions) (*Info, map[string]string, error) {
+	const op = OpGetSandbox
+	q, ep, err := p.resolveID(op, id, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	var w wireSandbox
+	// The pooled transport: a caller that keeps records in metadata reads
+	// its own sandboxes often, unlike GetInfoByID's one-off reads.
+	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes/" + url.PathEscape(q.ID), ok: []int{http.StatusOK}, out: &w}); err != nil {
+		return nil, nil, err
+	}
+	in := w.info(p.FormatID(q), ep.region)
+	return &in, w.Metadata, nil
+}
+
 // SetTimeoutByID sets a sandbox's remaining lifetime, counted from now,
 // without taking it over: no connect call, temporary transport resources.
 //

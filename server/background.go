@@ -83,7 +83,18 @@ func (s *session) command(id string) (*bgCommand, bool) {
 	return c, ok
 }
 
-const commandIDPattern = `^bg-[0-9a-f]{16}$`
+// commandIDPattern: 64 random bits in a legacy session (BG-4: valid only
+// there); in a modern request 128, and the sandbox it runs in (HANDLE-2:
+// any replica finds it; see bgfile.go).
+const commandIDPattern = `^bg-[0-9a-f]{16}([0-9a-f]{16}\.[A-Za-z0-9_-]{1,200})?$`
+
+// commandStarted is start_background_command's result (BG-1).
+func commandStarted(commandID, sandboxID string) any {
+	return struct {
+		CommandID string `json:"command_id"`
+		SandboxID string `json:"sandbox_id"`
+	}{commandID, sandboxID}
+}
 
 // cursorPattern is the form of next_cursor: bytes of stdout and stderr read.
 const cursorPattern = `^[0-9]{1,18}\.[0-9]{1,18}$`
@@ -107,12 +118,15 @@ func parseCursor(s string) (sandbox.Cursor, bool) {
 	return sandbox.Cursor{Stdout: out, Stderr: errn}, true
 }
 
-func unknownCommandError() *ToolError {
+func unknownCommandError(sess *session) *ToolError {
+	if sess.modern != nil {
+		return &ToolError{Category: sandbox.NotFound, Code: codeUnknownCommand, Field: "command_id", Recovery: hintUnknownCmdModern}
+	}
 	return &ToolError{Category: sandbox.NotFound, Code: codeUnknownCommand, Field: "command_id", Recovery: hintUnknownCmd}
 }
 
 func commandIDArg() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Description: "The command_id returned by start_background_command in this session.", Pattern: commandIDPattern}
+	return &jsonschema.Schema{Type: "string", Description: "The command_id returned by start_background_command: in a 2025 session, valid only in that session; from a 2026-07-28 request, valid for the same caller on any connection or replica.", Pattern: commandIDPattern}
 }
 
 // StartBackgroundCommand is start_background_command (BG-1): a command
@@ -126,26 +140,39 @@ func StartBackgroundCommand(deps *Deps) Tool {
 		opt("sandbox_id", sandboxIDExecArg()),
 	)
 	out := object("",
-		req("command_id", &jsonschema.Schema{Type: "string", Description: "Pass to get_background_command and kill_background_command in this session."}),
+		req("command_id", &jsonschema.Schema{Type: "string", Description: "Pass to get_background_command and kill_background_command: in the same 2025 session, or as the same caller in 2026-07-28 requests."}),
 		req("sandbox_id", &jsonschema.Schema{Type: "string", Description: "The sandbox the command runs in."}),
 	)
 	def := &mcp.Tool{
 		Name: toolset.StartBackgroundCommand,
 		Description: "Start a shell command in a sandbox without waiting for it, and return its command_id at once. " +
 			"Read its output with get_background_command and stop it with kill_background_command; the command_id is " +
-			"valid only in this session. Up to " + itoa(deps.Limits.BackgroundBufferBytes) + " bytes of each stream are kept. " +
-			"Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
+			"valid only in the same 2025 session, or for the same caller in 2026-07-28 requests. In a 2025 session up to " + itoa(deps.Limits.BackgroundBufferBytes) + " bytes of each stream are kept; " +
+			"a 2026-07-28 request's command keeps its whole output in files in the sandbox (under " + bgDirRoot + "). " +
+			"sandbox_id is required in a 2026-07-28 request; in a 2025 session, without it the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
 	return newTool(def, dataPlane{
 		check: func(sess *session, a args) error {
+			if sess.modern != nil {
+				return nil // its output lives in the sandbox, not here
+			}
 			if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
 				return &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
 			}
 			return nil
 		},
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			if sess.modern != nil {
+				// HANDLE-2: 128 random bits, bound to the principal, valid
+				// on any replica.
+				id, err := startFileCommand(ctx, sess.modern.principal, r, a)
+				if err != nil {
+					return nil, err
+				}
+				return commandStarted(id, r.id), nil
+			}
 			p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
 				Cwd:         a.str("cwd"),
 				Envs:        a.strMap("envs"),
@@ -193,23 +220,32 @@ func GetBackgroundCommand(deps *Deps) Tool {
 		Description: "Read a background command's output from cursor on, and whether it still runs. Reading from the " +
 			"returned next_cursor gives only output not yet returned, so no byte is lost or repeated (unless older output " +
 			"overflowed the buffer, which sets truncated). exit_code is null while the command runs. An unknown " +
-			"command_id, or one from another session, is a not_found error.",
+			"command_id, or one from another session or caller, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
-		c, ok := sess.command(a.str("command_id"))
-		if !ok {
-			return nil, unknownCommandError() // BG-4
-		}
 		var cur sandbox.Cursor
 		if a.has("cursor") {
+			var ok bool
 			if cur, ok = parseCursor(a.str("cursor")); !ok {
 				return nil, invalidField("cursor")
 			}
 		}
+		maxBytes := int(a.integer("max_bytes", int64(deps.Limits.OutputBytes)))
+		if sess.modern != nil {
+			fc, r, err := reachFileCommand(ctx, deps, sess.modern.principal, a.str("command_id")) // HANDLE-1..3
+			if err != nil {
+				return nil, err
+			}
+			return renewed(ctx, deps, sess, r, func() (any, error) { return fc.read(ctx, r, cur, maxBytes) })
+		}
+		c, ok := sess.command(a.str("command_id"))
+		if !ok {
+			return nil, unknownCommandError(sess) // BG-4
+		}
 		return renewed(ctx, deps, sess, c.target, func() (any, error) {
-			o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
+			o, err := c.process.ReadOutput(cur, maxBytes)
 			if err != nil {
 				return nil, toFieldError(err, "cursor")
 			}
@@ -218,14 +254,7 @@ func GetBackgroundCommand(deps *Deps) Tool {
 				code := o.Exit.ExitCode
 				exit = &code
 			}
-			return struct {
-				Running    bool   `json:"running"`
-				ExitCode   *int   `json:"exit_code"`
-				Stdout     string `json:"stdout"`
-				Stderr     string `json:"stderr"`
-				NextCursor string `json:"next_cursor"`
-				Truncated  bool   `json:"truncated"`
-			}{
+			return backgroundOutput{
 				// The SDK may still report Running for a moment after the end
 				// event arrived; the end event is the last, so it is over.
 				o.Running && o.Exit == nil,
@@ -245,7 +274,7 @@ func toFieldError(err error, field string) error {
 }
 
 // KillBackgroundCommand is kill_background_command (BG-3, BG-4): a signal
-// to a background command of this session.
+// to a background command of this session (or, in 2026-07-28 requests, of this caller).
 func KillBackgroundCommand(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	in := object("",
@@ -257,19 +286,33 @@ func KillBackgroundCommand(deps *Deps) Tool {
 	)
 	def := &mcp.Tool{
 		Name: toolset.KillBackgroundCommand,
-		Description: "Send SIGTERM (default) or SIGKILL to a background command of this session. Its output stays " +
-			"readable with get_background_command. An unknown command_id, or one from another session, is a not_found error.",
+		Description: "Send SIGTERM (default) or SIGKILL to a background command of this session (or, in 2026-07-28 requests, of this caller). Its output stays " +
+			"readable with get_background_command. An unknown command_id, or one from another session or caller, is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
-		c, ok := sess.command(a.str("command_id"))
-		if !ok {
-			return nil, unknownCommandError() // BG-3, BG-4
-		}
 		sig := sandbox.SIGTERM
 		if a.str("signal") == string(sandbox.SIGKILL) {
 			sig = sandbox.SIGKILL
+		}
+		if sess.modern != nil {
+			fc, r, err := reachFileCommand(ctx, deps, sess.modern.principal, a.str("command_id")) // HANDLE-1..3
+			if err != nil {
+				return nil, err
+			}
+			return renewed(ctx, deps, sess, r, func() (any, error) {
+				if err := fc.kill(ctx, r, sig); err != nil {
+					return nil, err
+				}
+				return struct {
+					Success bool `json:"success"`
+				}{true}, nil
+			})
+		}
+		c, ok := sess.command(a.str("command_id"))
+		if !ok {
+			return nil, unknownCommandError(sess) // BG-3, BG-4
 		}
 		return renewed(ctx, deps, sess, c.target, func() (any, error) {
 			if !c.finished() {

@@ -43,7 +43,8 @@ type Deps struct {
 	// least [MinOwnerLease]; see docs/deploy.md for what it costs.
 	OwnerLease time.Duration
 
-	own *ownership // set by New: instance, this life's boot tag, leases
+	own    *ownership // set by New: instance, this life's boot tag, leases
+	leases *leaseBook // set by New: lease records and commands of modern requests
 }
 
 // MinOwnerLease is the shortest [Deps.OwnerLease].

@@ -58,12 +58,16 @@ const (
 	codeCommandTimeout  = "command_timeout"
 	codeBadBase64       = "invalid_base64"
 
-	hintNoDefault     = "This session has no default sandbox; pass sandbox_id, or call create_sandbox first."
-	hintSessionClosed = "The MCP session has ended; open a new session."
-	hintUseDownload   = "The file is binary or too large for read_file; use download_file instead."
-	hintUnknownCmd    = "The command_id is unknown in this session; use the command_id returned by start_background_command in the same session."
-	hintTooMany       = "Too many background commands in this session; kill finished ones with kill_background_command."
-	hintCmdTimeout    = "The command did not finish within its timeout and was killed; raise timeout (at most 3600 s) or use start_background_command."
+	hintNoDefault = "This session has no default sandbox; pass sandbox_id, or call create_sandbox first."
+	// hintNoDefaultModern is MODERN-1's recovery, naming create_sandbox.
+	hintNoDefaultModern = "A 2026-07-28 request has no default sandbox: pass sandbox_id, the one create_sandbox returned (call create_sandbox first if you have none)."
+	hintSessionClosed   = "The MCP session has ended; open a new session."
+	hintUseDownload     = "The file is binary or too large for read_file; use download_file instead."
+	hintUnknownCmd      = "The command_id is unknown in this session; use the command_id returned by start_background_command in the same session."
+	// hintUnknownCmdModern is HANDLE-3's text for a command_id.
+	hintUnknownCmdModern = "The command_id is unknown, or its sandbox expired or was killed; start the command again with start_background_command."
+	hintTooMany          = "Too many background commands in this session; kill finished ones with kill_background_command."
+	hintCmdTimeout       = "The command did not finish within its timeout and was killed; raise timeout (at most 3600 s) or use start_background_command."
 )
 
 // invalidField is the validation error of one argument: it names the field

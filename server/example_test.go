@@ -11,9 +11,11 @@ import (
 	"github.com/sandboxkit/sandboxkit/server"
 )
 
-// The reference server serves one session over an in-memory transport: the
-// client's run_command creates the session's default sandbox, and the end
-// of the session destroys it.
+// The reference server serves one 2025 session over an in-memory transport:
+// the client's run_command creates the session's default sandbox, and the
+// end of the session destroys it. (A 2026-07-28 client, the go-sdk's
+// default, has no session: it passes the sandbox_id that create_sandbox
+// returned, and the sandbox lives by its lease.)
 func ExampleServer_Run() {
 	fake := fakeprovider.New(nil)
 	defer fake.Close()
@@ -32,7 +34,7 @@ func ExampleServer_Run() {
 	go func() { done <- srv.Run(ctx, serverTransport) }()
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "example", Version: "1"}, nil)
-	cs, err := client.Connect(ctx, clientTransport, nil)
+	cs, err := client.Connect(ctx, clientTransport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		panic(err)
 	}

@@ -46,7 +46,7 @@ func commandTimeoutArg() *jsonschema.Schema {
 }
 
 func sandboxIDExecArg() *jsonschema.Schema {
-	return sandboxIDArg("The sandbox, bare or as provider:id. Default: this session's default sandbox, created (template \"" + sandbox.DefaultTemplate + "\") when there is none.")
+	return sandboxIDArg("The sandbox, bare or as provider:id. Required in a 2026-07-28 request; in a 2025 session, defaults to the session's default sandbox, created (template \"" + sandbox.DefaultTemplate + "\") when there is none.")
 }
 
 // runShell runs a command line on the reached sandbox with capped output,
@@ -90,7 +90,7 @@ func RunCommand(deps *Deps) Tool {
 			"truncated; a non-zero exit code is a result, not an error. Each stream is capped at " + itoa(deps.Limits.OutputBytes) +
 			" bytes: beyond that the middle is cut and the head and tail are kept. A command that outlives timeout is killed " +
 			"and the call fails with category timeout; for long-running commands use start_background_command. Without " +
-			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
+			"sandbox_id the session's default sandbox is used (2025 sessions only; a 2026-07-28 request must pass sandbox_id), and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 	}
@@ -143,7 +143,7 @@ func RunCode(deps *Deps) Tool {
 		Name: toolset.RunCode,
 		Description: "Run a Python (python3), JavaScript (node) or Bash program in a sandbox and wait for it to finish. " +
 			"Returns stdout, stderr, exit_code and truncated, like run_command, with the same output cap and timeout. " +
-			"The interpreter must exist in the sandbox's template. Without sandbox_id the session's default sandbox is " +
+			"The interpreter must exist in the sandbox's template. A 2026-07-28 request must pass sandbox_id; in a 2025 session, without it the session's default sandbox is" +
 			"used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),

@@ -37,7 +37,7 @@ func ReadFile(deps *Deps) Tool {
 		Name: toolset.ReadFile,
 		Description: "Read a UTF-8 text file from a sandbox. A file that is not valid UTF-8 or is larger than " +
 			itoa(deps.Limits.ReadFileBytes) + " bytes is an error: use download_file for binary or large files. A missing " +
-			"path is a not_found error. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
+			"path is a not_found error. sandbox_id is required in a 2026-07-28 request; in a 2025 session, without it the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
@@ -80,8 +80,8 @@ func WriteFile(deps *Deps) Tool {
 	def := &mcp.Tool{
 		Name: toolset.WriteFile,
 		Description: "Write UTF-8 text to a file in a sandbox, creating parent directories and overwriting an existing " +
-			"file. For binary data use upload_file. Without sandbox_id the session's default sandbox is used, and one " +
-			"is created when there is none.",
+			"file. For binary data use upload_file. A 2026-07-28 request must pass sandbox_id; in a 2025 session, " +
+			"without it the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
@@ -137,8 +137,8 @@ func ListFiles(deps *Deps) Tool {
 	def := &mcp.Tool{
 		Name: toolset.ListFiles,
 		Description: "List the entries of a directory in a sandbox (name, absolute path, type file/directory/symlink, " +
-			"size), descending depth levels. A missing path is a not_found error. Without sandbox_id the session's " +
-			"default sandbox is used, and one is created when there is none.",
+			"size), descending depth levels. A missing path is a not_found error. A 2026-07-28 request must pass sandbox_id; in a " +
+			"2025 session, without it the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}

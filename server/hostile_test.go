@@ -75,9 +75,7 @@ func rawDelete(t *testing.T, hc *http.Client, base, id string) {
 
 // liveHTTP is the number of live HTTP sessions the caps count.
 func (h *harness) liveHTTP() int {
-	h.srv.reg.mu.Lock()
-	defer h.srv.reg.mu.Unlock()
-	return h.srv.reg.httpLive
+	return h.srv.reg.http.liveCount()
 }
 
 // TestHostileOrigin: a browser page on another origin cannot reach the
@@ -179,9 +177,12 @@ func TestSessionCaps(t *testing.T) {
 		}
 		// An MCP client sees the refusal at connect.
 		cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil)
-		if _, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + MCPPath, HTTPClient: hc, MaxRetries: -1}, nil); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
+		if _, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL + MCPPath, HTTPClient: hc, MaxRetries: -1},
+			&mcp.ClientSessionOptions{ProtocolVersion: testProtocolVersion}); err == nil || !strings.Contains(err.Error(), "Too Many Requests") {
 			t.Errorf("connect beyond the cap: %v", err)
 		}
+		// Modern requests have no session and count against no cap.
+		connectModernHTTP(t, h, ts.URL, hc).ok("list_sandboxes", nil)
 		if err := b.cs.Close(); err != nil {
 			t.Fatal(err)
 		}

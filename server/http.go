@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
 )
@@ -68,6 +70,12 @@ type HTTPOptions struct {
 	// on every request to MCPPath; it is compared in constant time. When
 	// empty, requests that did not arrive on a loopback address are refused.
 	Token string
+	// Tokens maps more bearer tokens to the principal each one
+	// authenticates (HANDLE-1): a sandbox or command_id that a modern
+	// request of one principal created is not_found to every other. Token,
+	// when set, is one more, of principal [TokenPrincipal]. Without any
+	// token the one principal is [LocalPrincipal]. See [ParseTokens].
+	Tokens map[string]string
 	// SessionTimeout closes a session that has received no request for this
 	// long (its owned sandboxes are destroyed). Zero means
 	// [DefaultSessionTimeout]; negative means never.
@@ -198,37 +206,37 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
 	})
-	var tokenSum [sha256.Size]byte
-	if o.Token != "" {
-		tokenSum = sha256.Sum256([]byte(o.Token))
-	}
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:              s.sdkLogger,
+		Stateless:           true,
+		MaxRequestBodyBytes: o.MaxRequestBodyBytes,
+		// A closed response stream cancels the modern request
+		// (streamable-http.mdx, "Cancellation").
+		PropagateRequestCancellation: true,
+	})
+	keys := tokenKeys(o)
 	budget := &byteBudget{size: o.MaxInFlightBytes, wait: o.InFlightWait}
 	if o.MaxInFlightBytes > 0 {
 		budget.sem = semaphore.NewWeighted(o.MaxInFlightBytes)
 	}
-	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if o.Token == "" {
-			if !arrivedOnLoopback(r) {
-				http.Error(w, "Forbidden: this server accepts only loopback connections without a token", http.StatusForbidden)
-				return
-			}
-		} else if !bearerOK(r, tokenSum) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxkit"`)
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
+	// serve handles an authenticated request.
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w, r, done := s.slowClientBounds(w, r, o)
 		defer done()
+		if isModernVersion(r.Header.Get("MCP-Protocol-Version")) {
+			s.serveModern(w, r, o, budget, stateless)
+			return
+		}
 		id := r.Header.Get("Mcp-Session-Id")
 		switch r.Method {
 		case http.MethodDelete:
-			s.endHTTPSession(id)
+			s.endHTTPSession(id, r.Header.Get(principalHeader))
 			streamable.ServeHTTP(w, r)
 			return
 		case http.MethodPost:
 		default:
 			if id != "" {
-				defer s.reg.activeHTTP(id)()
+				defer s.reg.http.active(id)()
 			}
 			streamable.ServeHTTP(w, r)
 			return
@@ -252,23 +260,52 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		s.httpCalls.add()
 		defer s.httpCalls.done()
 		if id != "" {
-			defer s.reg.activeHTTP(id)()
+			defer s.reg.http.active(id)()
 			streamable.ServeHTTP(w, r)
 			return
 		}
 		// A POST without a session ID may open a session: reserve a slot
 		// until it is established (or not).
 		client := clientKey(r, o.ClientIPHeader)
-		ok, perClient := s.reg.reserveHTTP(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
+		ok, perClient := s.reg.http.reserve(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
 		if !ok {
 			s.refuseSession(w, perClient, o)
 			return
 		}
-		defer s.reg.releaseHTTP(client)
+		defer s.reg.http.release(client)
 		streamable.ServeHTTP(w, r)
 		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-			s.reg.bindHTTP(sid, client)
+			s.reg.http.bind(sid, client)
 		}
+	})
+	// withUser puts the principal into the request's auth.TokenInfo too,
+	// so that the SDK binds each legacy session to its principal and
+	// answers another principal's use of its Mcp-Session-Id with 403.
+	withUser := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: r.Header.Get(principalHeader)}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(serve)
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		principal := LocalPrincipal
+		if len(keys) == 0 {
+			if !arrivedOnLoopback(r) {
+				http.Error(w, "Forbidden: this server accepts only loopback connections without a token", http.StatusForbidden)
+				return
+			}
+		} else if p, ok := bearerPrincipal(r, keys); ok {
+			principal = p
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxkit"`)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		// HANDLE-1: the tool handler reads the principal from here; a
+		// value the client sent is replaced.
+		r.Header.Set(principalHeader, principal)
+		if len(keys) > 0 {
+			withUser.ServeHTTP(w, r)
+			return
+		}
+		serve.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(mcpHandler))
@@ -277,6 +314,31 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	return mux
+}
+
+// serveModern hands a modern request (by its MCP-Protocol-Version header)
+// to the stateless handler of the same *mcp.Server, behind the same
+// authentication, Host/Origin checks, body caps and in-flight budget as a
+// legacy one. It mints no session ID and counts against no session cap;
+// GET and DELETE get 405 from the stateless handler (TOOLS-4).
+func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptions, budget *byteBudget, stateless http.Handler) {
+	// A modern request has no session: a session ID it carries is ignored.
+	r.Header.Del("Mcp-Session-Id")
+	if r.Method != http.MethodPost || baseMediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
+		stateless.ServeHTTP(w, r)
+		return
+	}
+	p, rf := s.readPost(r, o, budget)
+	if rf != nil {
+		rf.write(w)
+		return
+	}
+	defer s.releasePost(p)
+	r.Body = io.NopCloser(bytes.NewReader(p.body))
+	r.ContentLength = int64(len(p.body))
+	s.httpCalls.add()
+	defer s.httpCalls.done()
+	stateless.ServeHTTP(w, r)
 }
 
 // refuseSession answers a request that would open a session beyond a cap:
@@ -352,23 +414,50 @@ func baseMediaTypeOf(v string) string {
 // names, before the SDK closes the session (which waits for calls in
 // flight): the owned sandboxes are destroyed at once and the calls in
 // flight are cancelled.
-func (s *Server) endHTTPSession(id string) {
+func (s *Server) endHTTPSession(id, principal string) {
 	if id == "" {
 		return
 	}
-	if sess, ok := s.reg.byHTTPID(id); ok {
+	// Another principal's DELETE ends nothing (the SDK answers it 403).
+	if sess, ok := s.reg.http.session(id); ok && sess.principal() == principal {
 		s.reg.end(sess)
 	}
 }
 
-// bearerOK checks "Authorization: Bearer <token>" in constant time.
-func bearerOK(r *http.Request, want [sha256.Size]byte) bool {
+// tokenKey is one accepted bearer token, by its SHA-256, and the principal
+// it authenticates.
+type tokenKey struct {
+	sum       [sha256.Size]byte
+	principal string
+}
+
+// tokenKeys lists the accepted tokens of o.
+func tokenKeys(o HTTPOptions) []tokenKey {
+	var keys []tokenKey
+	if o.Token != "" {
+		keys = append(keys, tokenKey{sha256.Sum256([]byte(o.Token)), TokenPrincipal})
+	}
+	for tok, p := range o.Tokens {
+		keys = append(keys, tokenKey{sha256.Sum256([]byte(tok)), p})
+	}
+	return keys
+}
+
+// bearerPrincipal checks "Authorization: Bearer <token>" against every
+// accepted token in constant time and returns the token's principal.
+func bearerPrincipal(r *http.Request, keys []tokenKey) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
+		return "", false
 	}
 	got := sha256.Sum256([]byte(strings.TrimSpace(token)))
-	return subtle.ConstantTimeCompare(got[:], want[:]) == 1
+	principal, found := "", false
+	for _, k := range keys {
+		if subtle.ConstantTimeCompare(got[:], k.sum[:]) == 1 {
+			principal, found = k.principal, true
+		}
+	}
+	return principal, found
 }
 
 // arrivedOnLoopback reports whether the request came in on a loopback

@@ -72,6 +72,9 @@ func target(p *sandbox.Platform, sess *session, a args) (string, error) {
 	if a.has("sandbox_id") {
 		return canonicalID(p, a.str("sandbox_id"))
 	}
+	if sess.modern != nil {
+		return "", noDefaultModern() // MODERN-1
+	}
 	id, ok := sess.defaultSandbox()
 	if !ok {
 		return "", noDefaultError()
@@ -100,8 +103,8 @@ func ListSandboxes(deps *Deps) Tool {
 		Name: toolset.ListSandboxes,
 		Description: "List the sandboxes the configured account can see at a provider, one page at a time. " +
 			"Page with limit and offset (a larger offset gives the next page); the result has no total count and no cursor. " +
-			"Listing never creates a sandbox, never changes this session's default sandbox, and never makes a listed " +
-			"sandbox one that this session destroys when it ends.",
+			"Listing never creates a sandbox, never changes a session's default sandbox, and never makes a listed " +
+			"sandbox one that a session destroys when it ends.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
@@ -138,12 +141,12 @@ func ListSandboxes(deps *Deps) Tool {
 func GetSandbox(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	in := object("",
-		opt("sandbox_id", sandboxIDArg("The sandbox to read, bare or as provider:id. Default: this session's default sandbox.")),
+		opt("sandbox_id", sandboxIDArg("The sandbox to read, bare or as provider:id. Required in a 2026-07-28 request; in a 2025 session, defaults to the session's default sandbox.")),
 	)
 	def := &mcp.Tool{
 		Name: toolset.GetSandbox,
 		Description: "Return the latest platform metadata of a sandbox: sandbox_id, template, status, region, started_at, " +
-			"end_at, cpu_count, memory_mb, disk_size_mb. Without sandbox_id it reads this session's default sandbox; " +
+			"end_at, cpu_count, memory_mb, disk_size_mb. Without sandbox_id (2025 sessions only) it reads the session's default sandbox; " +
 			"with no default it fails and creates nothing. Reading never extends a sandbox's lifetime, never connects " +
 			"to it, and never changes the default.",
 		InputSchema:  in,
@@ -154,6 +157,9 @@ func GetSandbox(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
+		if sess.modern != nil {
+			return getModern(ctx, deps, sess.modern, id)
+		}
 		if o, ok := sess.ownedByID(id); ok {
 			info, err := o.handle.RefreshInfo(ctx) // GET-5
 			if err != nil {
@@ -161,12 +167,29 @@ func GetSandbox(deps *Deps) Tool {
 			}
 			return toMetadata(id, deps.own.reported(o.handle, *info)), nil // under an owner lease: the end the session asked for
 		}
+		if err := guardForeign(ctx, deps, sess, id); err != nil { // HANDLE-1
+			return nil, err
+		}
 		info, err := deps.Platform.GetInfoByID(ctx, id, nil) // GET-6, GET-7
 		if err != nil {
 			return nil, err
 		}
 		return toMetadata(id, *info), nil
 	})
+}
+
+// getModern is get_sandbox in a modern request: one platform read, whose
+// metadata also tells whether the sandbox is another principal's
+// (HANDLE-1).
+func getModern(ctx context.Context, deps *Deps, call *modernCall, id string) (any, error) {
+	info, md, err := deps.Platform.GetInfoAndMetadataByID(ctx, id, nil) // GET-6, GET-7
+	if err != nil {
+		return nil, err
+	}
+	if rec := recordFrom(md); rec.policy > 0 && rec.principal != call.principal {
+		return nil, foreignSandbox()
+	}
+	return toMetadata(id, *info), nil
 }
 
 // CreateSandbox is create_sandbox (CREATE-1..6): a new sandbox that becomes
@@ -177,7 +200,7 @@ func CreateSandbox(deps *Deps) Tool {
 	in := object("",
 		opt("template", str("Template alias or ID. Default: the provider's default template (\""+sandbox.DefaultTemplate+"\").", 128, templatePattern)),
 		opt("timeout", withDefault(integer("Lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now; also the "+
-			"lifetime later execution and file tools renew it to. Default 300.", 1, maxSandboxTimeout), 300)),
+			"lifetime later execution, file, background and binary tools renew it to (its lease, in a 2026-07-28 request). Default 300.", 1, maxSandboxTimeout), 300)),
 		opt("envs", envsArg("Environment variables set in every process of the sandbox: names to string values. Never pass secrets: arguments may be visible to the model.")),
 		opt("region", str("A region of the provider. Default: the provider's default.", 64, regionPattern)),
 		opt("cpu", integer("vCPUs, a positive integer. Omitted: the template's or provider's default. Not every provider accepts it.", 1, maxCPU)),
@@ -186,8 +209,11 @@ func CreateSandbox(deps *Deps) Tool {
 	)
 	def := &mcp.Tool{
 		Name: toolset.CreateSandbox,
-		Description: "Create a sandbox. It becomes this session's default sandbox and is owned by the session: it is " +
-			"destroyed when the session ends. Omitted resources keep the template's or provider's defaults; passing " +
+		Description: "Create a sandbox and return its metadata; pass its sandbox_id to the other tools. In a 2026-07-28 " +
+			"request the sandbox has a lease: it lives for timeout seconds (default 300) from its creation and from each " +
+			"execution, file, background or binary call on it, nothing renews it in between, and it ends only with " +
+			"kill_sandbox or when the lease runs out; only the caller that created it can reach it. In a 2025 session it " +
+			"becomes the session's default sandbox and is owned by the session: it is destroyed when the session ends. Omitted resources keep the template's or provider's defaults; passing " +
 			"validation does not mean the provider accepts a combination, and a rejection comes back as a categorized " +
 			"error. Credentials live in the server's configuration, never in arguments. Returns the new sandbox's metadata.",
 		InputSchema:  in,
@@ -203,6 +229,17 @@ func CreateSandbox(deps *Deps) Tool {
 			EnvVars:  a.strMap("envs"),
 			CPUCount: int(a.integer("cpu", 0)),    // CREATE-2: 0 is not sent
 			MemoryMB: int(a.integer("memory", 0)), // CREATE-2
+		}
+		if sess.modern != nil {
+			rec, err := createLeased(ctx, deps, sess, opts) // LEASE-1
+			if err != nil {
+				return nil, err
+			}
+			info := rec.handle.Info()
+			if fresh, err := rec.handle.RefreshInfo(ctx); err == nil {
+				info = *fresh
+			}
+			return toMetadata(rec.handle.ID(), info), nil // CREATE-6
 		}
 		o, err := createOwned(ctx, deps, sess, opts)
 		if err != nil {
@@ -289,7 +326,7 @@ func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.Create
 func SetSandboxTimeout(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	in := object("",
-		opt("sandbox_id", sandboxIDArg("The sandbox, bare or as provider:id. Default: this session's default sandbox.")),
+		opt("sandbox_id", sandboxIDArg("The sandbox, bare or as provider:id. Required in a 2026-07-28 request; in a 2025 session, defaults to the session's default sandbox.")),
 		req("timeout", integer("The sandbox's remaining lifetime in seconds, 1 to "+itoa(maxSandboxTimeout)+", counted from now.", 1, maxSandboxTimeout)),
 	)
 	out := object("",
@@ -300,9 +337,10 @@ func SetSandboxTimeout(deps *Deps) Tool {
 	def := &mcp.Tool{
 		Name: toolset.SetSandboxTimeout,
 		Description: "Set a sandbox's remaining lifetime to timeout seconds from now (not an HTTP timeout); a short " +
-			"timeout ends the sandbox early. Without sandbox_id it applies to this session's default sandbox; with no " +
-			"default it fails and creates nothing. For a sandbox this session created, later execution and file tools " +
-			"renew it to this timeout. A sandbox named by ID that this session did not create is updated without being " +
+			"timeout ends the sandbox early. Without sandbox_id (2025 sessions only) it applies to the session's default sandbox; with no " +
+			"default it fails and creates nothing. For a sandbox a 2025 session created, later execution and file tools " +
+			"renew it to this timeout; a sandbox a 2026-07-28 request created keeps the lease it was created with, to which " +
+			"the next such call renews it. A sandbox named by ID that the caller did not create is updated without being " +
 			"taken over.",
 		InputSchema:  in,
 		OutputSchema: out,
@@ -314,13 +352,24 @@ func SetSandboxTimeout(deps *Deps) Tool {
 		}
 		n := a.integer("timeout", 0) // TIMEOUT-1: required and bounded by the schema
 		d := time.Duration(n) * time.Second
-		if o, ok := sess.ownedByID(id); ok {
+		if sess.modern != nil {
+			// HANDLE-1; the lease policy stays the one the sandbox was
+			// created with, as its metadata does (LEASE-2).
+			if _, err := deps.leases.lookup(ctx, deps, sess.modern.principal, id); err != nil {
+				return nil, err
+			}
+			if err := deps.Platform.SetTimeoutByID(ctx, id, d, nil); err != nil {
+				return nil, err
+			}
+		} else if o, ok := sess.ownedByID(id); ok {
 			// TIMEOUT-3; on failure the previous policy stays (TIMEOUT-4).
 			if err := deps.own.setTimeout(ctx, o.handle, d); err != nil { // at most the owner lease
 				return nil, err
 			}
 			// TIMEOUT-5: a completion after close changes nothing.
 			sess.setRenewal(id, o, d)
+		} else if err := guardForeign(ctx, deps, sess, id); err != nil { // HANDLE-1
+			return nil, err
 		} else if err := deps.Platform.SetTimeoutByID(ctx, id, d, nil); err != nil { // TIMEOUT-6
 			return nil, err
 		}
@@ -338,7 +387,7 @@ func SetSandboxTimeout(deps *Deps) Tool {
 func KillSandbox(deps *Deps) Tool {
 	deps = deps.withDefaults()
 	in := object("",
-		opt("sandbox_id", sandboxIDArg("The sandbox to kill, bare or as provider:id. Default: this session's default sandbox.")),
+		opt("sandbox_id", sandboxIDArg("The sandbox to kill, bare or as provider:id. Required in a 2026-07-28 request; in a 2025 session, defaults to the session's default sandbox.")),
 	)
 	out := object("",
 		req("success", &jsonschema.Schema{Type: "boolean", Const: ptr[any](true)}),
@@ -346,7 +395,7 @@ func KillSandbox(deps *Deps) Tool {
 	)
 	def := &mcp.Tool{
 		Name: toolset.KillSandbox,
-		Description: "Destroy a sandbox and everything in it. Without sandbox_id it kills this session's default " +
+		Description: "Destroy a sandbox and everything in it. Without sandbox_id (2025 sessions only) it kills the session's default " +
 			"sandbox and clears the default; with no default it fails. A sandbox that is already gone is a not_found error.",
 		InputSchema:  in,
 		OutputSchema: out,
@@ -356,7 +405,11 @@ func KillSandbox(deps *Deps) Tool {
 		if err != nil {
 			return nil, err
 		}
-		if o, ok := sess.ownedByID(id); ok {
+		if sess.modern != nil {
+			if err := killModern(ctx, deps, sess.modern, id); err != nil {
+				return nil, err
+			}
+		} else if o, ok := sess.ownedByID(id); ok {
 			err := o.handle.Kill(ctx)
 			if err == nil || isNotFound(err) {
 				sess.disown(id, o, err != nil)
@@ -367,6 +420,8 @@ func KillSandbox(deps *Deps) Tool {
 			if err != nil {
 				return nil, err
 			}
+		} else if err := guardForeign(ctx, deps, sess, id); err != nil { // HANDLE-1
+			return nil, err
 		} else if err := deps.Platform.KillByID(ctx, id, nil); err != nil {
 			return nil, err
 		}
@@ -375,4 +430,19 @@ func KillSandbox(deps *Deps) Tool {
 			SandboxID string `json:"sandbox_id"`
 		}{true, id}, nil
 	})
+}
+
+// killModern is kill_sandbox in a modern request: another principal's
+// sandbox is not_found (HANDLE-1); a leased one ends here (LEASE-3), and
+// its record is dropped (its background commands end with it).
+func killModern(ctx context.Context, deps *Deps, call *modernCall, id string) error {
+	if _, err := deps.leases.lookup(ctx, deps, call.principal, id); err != nil {
+		return err
+	}
+	defer deps.leases.forget(id)
+	if err := deps.Platform.KillByID(ctx, id, nil); err != nil {
+		return err
+	}
+	deps.Logger.Info("leased sandbox destroyed", "sandbox_id", id, "by", "kill_sandbox")
+	return nil
 }

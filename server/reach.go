@@ -13,6 +13,9 @@ import (
 type reached struct {
 	id    string
 	owned *ownedSandbox
+	// lease is set for a leased sandbox reached by a modern request: it
+	// is renewed by its policy (LEASE-2).
+	lease *leaseRecord
 	envd  *sandbox.Envd
 }
 
@@ -28,6 +31,9 @@ func (o *ownedSandbox) envdClient() *sandbox.Envd {
 // when there is none a new sandbox with the default template, which becomes
 // default and owned (SESSION-2).
 func reach(ctx context.Context, d *Deps, sess *session, a args) (*reached, error) {
+	if sess.modern != nil {
+		return reachModern(ctx, d, sess.modern, a) // MODERN-1
+	}
 	if a.has("sandbox_id") {
 		id, err := canonicalID(d.Platform, a.str("sandbox_id"))
 		if err != nil {
@@ -35,6 +41,9 @@ func reach(ctx context.Context, d *Deps, sess *session, a args) (*reached, error
 		}
 		if o, ok := sess.ownedByID(id); ok {
 			return &reached{id: id, owned: o, envd: o.envdClient()}, nil
+		}
+		if err := guardForeign(ctx, d, sess, id); err != nil { // HANDLE-1
+			return nil, err
 		}
 		// RENEW-2: reaching an external sandbox must not renew it, so the
 		// connect asks for no lifetime (a running sandbox keeps its end time).
@@ -86,6 +95,10 @@ func reachDefault(sess *session) (*reached, bool) {
 // the deadline, or the connection failed), the renewal is skipped, since it
 // would only double the time the tool takes to report the outage.
 func renew(ctx context.Context, d *Deps, sess *session, r *reached, toolErr error) {
+	if r != nil && r.lease != nil && !unanswered(toolErr) {
+		renewLease(ctx, d, r) // LEASE-2
+		return
+	}
 	if r == nil || r.owned == nil || unanswered(toolErr) {
 		return
 	}
@@ -154,7 +167,12 @@ func (p dataPlane) handler(deps *Deps) handlerFunc {
 // by then). The background tools that read or signal a command use it with
 // the sandbox the command was started in.
 func renewed(ctx context.Context, deps *Deps, sess *session, r *reached, work func() (any, error)) (_ any, err error) {
-	defer func() { renew(ctx, deps, sess, r, err) }()
+	defer func() {
+		if err != nil && r != nil && r.lease != nil {
+			err = confirmGone(ctx, deps, r, err) // HANDLE-3
+		}
+		renew(ctx, deps, sess, r, err)
+	}()
 	return work()
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -30,12 +31,21 @@ type Options struct {
 	Instructions string
 }
 
-// DefaultInstructions tell a model how sessions, defaults and ownership work.
+// DefaultInstructions tell a model how sandboxes live in either era: leases
+// for 2026-07-28 requests, defaults and ownership for 2025 sessions. They
+// hold for both eras, since server/discover and initialize send the same
+// text.
 const DefaultInstructions = `Tools for cloud code sandboxes (E2B and E2B-compatible providers).
-Each MCP session has at most one default sandbox: create_sandbox sets it, and execution,
-file, background and binary tools create one when none exists. Tools without sandbox_id use
-the default. Sandboxes this session creates are destroyed when the session ends; sandboxes
-named by ID that this session did not create are never destroyed by the session.`
+create_sandbox returns a sandbox_id; pass it to the other tools.
+2026-07-28 requests have no session and no default sandbox: every tool but create_sandbox
+and list_sandboxes needs sandbox_id, and nothing is created implicitly. A sandbox they create
+has a lease: it lives for its timeout (create_sandbox's timeout, 300 s by default) from its
+creation and from each execution, file, background or binary call on it, and ends only with
+kill_sandbox or when the lease runs out. Only the caller that created it can reach it.
+In a 2025 session, the session has at most one default sandbox: create_sandbox sets it, and
+execution, file, background and binary tools create one when none exists. Tools without
+sandbox_id use the default. Sandboxes the session creates are destroyed when it ends.
+Sandboxes named by ID that were not created by the caller are never renewed or destroyed.`
 
 // Server is the reference MCP server: one *mcp.Server with the contract's
 // tools, the per-session state and its cleanup. It serves stdio and
@@ -78,6 +88,7 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("server: owner lease %v: want %v to %v, or 0 for none", d.OwnerLease, MinOwnerLease, sandbox.MaxTimeout)
 	}
 	d.own = newOwnership(d.Instance, randomHex(6), d.OwnerLease, d.Logger)
+	d.leases = newLeaseBook()
 	name, version, instructions := opts.Name, opts.Version, opts.Instructions
 	if name == "" {
 		name = "sandboxkit"
@@ -90,10 +101,14 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 	}
 	s := &Server{deps: d, reg: newRegistry(d), names: map[string]bool{}, sdkLogger: slog.New(sdkLogHandler{next: d.Logger.Handler()})}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
-		Instructions:              instructions,
-		Logger:                    s.sdkLogger,
-		Capabilities:              &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
-		SupportedProtocolVersions: ProtocolVersions(),
+		Instructions: instructions,
+		Logger:       s.sdkLogger,
+		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		// TOOLS-4: initialize still negotiates only the 2025 versions (the
+		// SDK never negotiates a sessionless one there); server/discover
+		// lists them all, and -32022 answers any other.
+		SupportedProtocolVersions: SupportedProtocolVersions(),
+		SetCacheable:              setCacheable,
 	})
 	// The first listed runs outermost: track the session, log the call with
 	// its final outcome, then the last line of defence around the handler.
@@ -139,6 +154,9 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		if verr != nil {
 			return errorResult(verr), nil
 		}
+		if modernRequest(req) {
+			return s.runModern(ctx, t, req, a), nil
+		}
 		if req.Session == nil {
 			return errorResult(internalError()), nil
 		}
@@ -176,6 +194,39 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 			return errorResult(internalError()), nil
 		}
 		return res, nil
+	}
+}
+
+// runModern runs a tool for a modern request: no session record, no
+// default, nothing owned or destroyed at the request's end (MODERN-1,
+// LEASE-3). The stand-in session lives only for this call, so nothing
+// carries over to the next request on the same connection or process.
+func (s *Server) runModern(ctx context.Context, t Tool, req *mcp.CallToolRequest, a args) *mcp.CallToolResult {
+	sess := newSession(0)
+	defer sess.cancel()
+	sess.reg = s.reg // only for finding what a failed create left
+	sess.modern = &modernCall{principal: principalOf(req)}
+	out, err := t.handler(ctx, sess, a)
+	if err != nil {
+		return errorResult(toToolError(err))
+	}
+	res, err := result(out)
+	if err != nil {
+		return errorResult(internalError())
+	}
+	return res
+}
+
+// listTTL is how long a client may cache the tool list and the discover
+// result (TOOLS-6): they change only with a new server version.
+const listTTL = time.Hour
+
+// setCacheable gives the list and discover results of the modern era their
+// caching hints (TOOLS-6): the same for every caller.
+func setCacheable(_ context.Context, req mcp.Request, c *mcp.Cacheable) {
+	if modernRequest(req) {
+		c.TTLMs = int(listTTL / time.Millisecond)
+		c.CacheScope = "public"
 	}
 }
 

@@ -25,21 +25,20 @@ type ownedSandbox struct {
 // default (TIMEOUT-5).
 type session struct {
 	seq uint64 // for logs only; never the Mcp-Session-Id
+	// modern is set for the stand-in of one modern request, which has no
+	// session: no default, nothing owned, nothing destroyed at its end
+	// (MODERN-1, LEASE-3). nil for a legacy session.
+	modern *modernCall
 	// reg is the registry that destroys what the session leaves; nil only
 	// in unit tests of a bare session.
 	reg *registry
-	// client is the client key of an HTTP session while it counts against
-	// the caps; "" for other transports, and once evicted. Guarded by
-	// reg.mu, like the three fields that follow.
-	client string
 	// ss is the SDK session; httpID its Mcp-Session-Id ("" on stdio).
+	// Both are set once, when the session is attached.
 	ss     *mcp.ServerSession
 	httpID string
-	// inflight counts HTTP requests of the session in progress, and
-	// lastActive is when the last one began or ended: eviction picks
-	// sessions idle the longest.
-	inflight   int
-	lastActive time.Time
+	// owner is the principal of the session's first request, "" until
+	// then; guarded by mu.
+	owner string
 
 	// create serialises implicit creation of the default sandbox, so that
 	// concurrent calls without a default create one sandbox, not several.
@@ -219,276 +218,22 @@ func (s *session) close() (owned []*ownedSandbox, cmds []*bgCommand, first bool)
 	return owned, cmds, true
 }
 
-// registry holds the state of every live session, keyed by the SDK's
-// *mcp.ServerSession (its ID is "" on stdio).
-type registry struct {
-	deps  *Deps
-	sem   chan struct{} // bounds close-time destroys across the server
-	state *cleanupState
-
-	mu       sync.Mutex
-	sessions map[*mcp.ServerSession]*session
-	byID     map[string]*session // HTTP sessions by Mcp-Session-Id
-	shutdown bool
-	seq      uint64
-	// Live HTTP sessions (those with a client), per client and in all,
-	// plus the new sessions being set up (see reserveHTTP).
-	httpLive      int
-	clientLive    map[string]int
-	httpPending   int
-	clientPending map[string]int
-
-	cleanups tracker // close-time destroys and create checks in flight
-	watchers tracker // one per session, until ss.Wait returns
-}
-
-func newRegistry(deps *Deps) *registry {
-	return &registry{deps: deps, sem: make(chan struct{}, deps.Limits.DestroyConcurrency), state: newCleanupState(),
-		sessions: map[*mcp.ServerSession]*session{}, byID: map[string]*session{}, clientLive: map[string]int{}, clientPending: map[string]int{}}
-}
-
-// attach returns the record of ss, creating it on the session's first
-// request and starting the goroutine that closes it when ss ends. A session
-// that starts after shutdown began is closed from the outset.
-func (r *registry) attach(ss *mcp.ServerSession) *session {
-	r.mu.Lock()
-	if s, ok := r.sessions[ss]; ok {
-		r.mu.Unlock()
-		return s
-	}
-	r.seq++
-	s := newSession(r.seq)
-	s.reg = r
-	s.ss = ss
-	s.lastActive = r.deps.Now()
-	r.sessions[ss] = s
-	if id := ss.ID(); id != "" {
-		s.httpID = id
-		r.byID[id] = s
-	}
-	closed := r.shutdown
-	r.watchers.add()
-	r.mu.Unlock()
-
-	if closed {
-		r.end(s)
-	}
-	go func() {
-		defer r.watchers.done()
-		_ = ss.Wait()
-		r.end(s)
-		r.mu.Lock()
-		delete(r.sessions, ss)
-		if s.httpID != "" && r.byID[s.httpID] == s {
-			delete(r.byID, s.httpID)
-		}
-		r.uncountLocked(s)
-		r.mu.Unlock()
-	}()
-	return s
-}
-
-// lookup returns the record of ss, if it has one.
-func (r *registry) lookup(ss *mcp.ServerSession) (*session, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.sessions[ss]
-	return s, ok
-}
-
-// end closes a session and destroys every sandbox it owns, concurrently and
-// in the background (SESSION-1). It is idempotent.
-func (r *registry) end(s *session) {
-	owned, cmds, first := s.close()
-	if !first {
-		<-s.ended
-		return
-	}
-	defer close(s.ended)
-	for _, c := range cmds {
-		c.release()
-	}
-	r.deps.Logger.Info("session closed", "session", s.seq, "destroy", len(owned))
-	for _, o := range owned {
-		r.startCleanup(ownedJob(s.seq, o.handle))
+// claim records principal as the session's owner, unless it has one.
+func (s *session) claim(principal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == "" {
+		s.owner = principal
 	}
 }
 
-// ownedJob is the close-time destroy of an owned sandbox.
-func ownedJob(seq uint64, h *sandbox.Sandbox) *cleanupJob {
-	return &cleanupJob{session: seq, id: h.ID(), kill: h.Kill}
-}
-
-// uncountLocked stops counting s against the HTTP caps.
-func (r *registry) uncountLocked(s *session) {
-	if s.client == "" {
-		return
+// principal is the session's owner (LocalPrincipal when it was never
+// claimed: stdio, in-memory).
+func (s *session) principal() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == "" {
+		return LocalPrincipal
 	}
-	r.httpLive--
-	if r.clientLive[s.client]--; r.clientLive[s.client] <= 0 {
-		delete(r.clientLive, s.client)
-	}
-	s.client = ""
-}
-
-// reserveHTTP counts a new HTTP session of client that is being set up,
-// unless that would exceed total live sessions in all or perClient for
-// the client (a limit <= 0 is no limit). At a limit, the session idle the
-// longest (for at least evictIdle; never when evictIdle < 0) among those
-// the limit counts is closed to make room. It reports which limit refused.
-func (r *registry) reserveHTTP(client string, total, perClient int, evictIdle time.Duration) (ok bool, clientLimit bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if perClient > 0 && r.clientLive[client]+r.clientPending[client] >= perClient {
-		if !r.evictLocked(client, evictIdle) {
-			return false, true
-		}
-	}
-	if total > 0 && r.httpLive+r.httpPending >= total {
-		if !r.evictLocked("", evictIdle) {
-			return false, false
-		}
-	}
-	r.httpPending++
-	r.clientPending[client]++
-	return true, false
-}
-
-// evictLocked closes the counted HTTP session (of client, or of anyone
-// when client is "") that has been idle the longest, if one has been idle
-// for evictIdle; it stops counting it at once. It scans the live HTTP
-// sessions, which happens only when a limit is reached.
-func (r *registry) evictLocked(client string, evictIdle time.Duration) bool {
-	if evictIdle < 0 {
-		return false
-	}
-	cutoff := r.deps.Now().Add(-evictIdle)
-	var victim *session
-	for _, s := range r.byID {
-		if s.client == "" || s.inflight > 0 || (client != "" && s.client != client) || s.lastActive.After(cutoff) {
-			continue
-		}
-		if victim == nil || s.lastActive.Before(victim.lastActive) {
-			victim = s
-		}
-	}
-	if victim == nil {
-		return false
-	}
-	r.uncountLocked(victim)
-	r.deps.Logger.Info("idle session closed to make room for a new one", "session", victim.seq)
-	go func() {
-		r.end(victim)
-		_ = victim.ss.Close()
-	}()
-	return true
-}
-
-// releaseHTTP ends a reservation of reserveHTTP.
-func (r *registry) releaseHTTP(client string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.httpPending--
-	if r.clientPending[client]--; r.clientPending[client] <= 0 {
-		delete(r.clientPending, client)
-	}
-}
-
-// bindHTTP counts the live session with the Mcp-Session-Id id as one of
-// client's, until it ends. A session that has already ended is not counted.
-func (r *registry) bindHTTP(id, client string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.byID[id]
-	if !ok || s.client != "" {
-		return
-	}
-	s.client = client
-	r.httpLive++
-	r.clientLive[client]++
-}
-
-// byHTTPID returns the record of the HTTP session with Mcp-Session-Id id.
-func (r *registry) byHTTPID(id string) (*session, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.byID[id]
-	return s, ok
-}
-
-// activeHTTP marks a request of the HTTP session id in progress; the
-// returned func marks it done.
-func (r *registry) activeHTTP(id string) func() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	s, ok := r.byID[id]
-	if !ok {
-		return func() {}
-	}
-	s.inflight++
-	s.lastActive = r.deps.Now()
-	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		s.inflight--
-		s.lastActive = r.deps.Now()
-	}
-}
-
-// beginShutdown closes every session (starting their destroys) and makes
-// every session that starts later closed from the outset.
-func (r *registry) beginShutdown() {
-	r.mu.Lock()
-	r.shutdown = true
-	all := make([]*session, 0, len(r.sessions))
-	for _, s := range r.sessions {
-		all = append(all, s)
-	}
-	r.mu.Unlock()
-	for _, s := range all {
-		r.end(s)
-	}
-}
-
-// tracker counts goroutines that must finish before shutdown completes.
-// Unlike sync.WaitGroup it allows add while another goroutine waits.
-type tracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to zero
-}
-
-func (t *tracker) add() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n == 0 {
-		t.idle = make(chan struct{})
-	}
-	t.n++
-}
-
-func (t *tracker) done() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.n--
-	if t.n == 0 {
-		close(t.idle)
-	}
-}
-
-// wait returns when the count is zero, or ctx's error when ctx ends first.
-func (t *tracker) wait(ctx context.Context) error {
-	t.mu.Lock()
-	if t.n == 0 {
-		t.mu.Unlock()
-		return nil
-	}
-	idle := t.idle
-	t.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.owner
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/internal/toolset"
@@ -180,13 +181,41 @@ func TestAllTools(t *testing.T) {
 	}
 }
 
-// TestProtocolVersions checks TOOLS-4: only versions with sessions are
-// negotiated, and a client asking for a newer one falls back.
+// TestProtocolVersions checks TOOLS-4: initialize negotiates only versions
+// with sessions, and a client offering a newer one there falls back.
 func TestProtocolVersions(t *testing.T) {
 	if got, want := ProtocolVersions(), []string{"2025-11-25", "2025-06-18", "2025-03-26"}; !slices.Equal(got, want) {
 		t.Fatalf("ProtocolVersions = %v, want %v", got, want)
 	}
-	for _, offered := range []string{"2025-11-25", "2025-06-18", "2025-03-26", ""} {
+	for _, offered := range []string{ModernProtocolVersion, "2099-01-01"} {
+		h := newHarness(t, nil)
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := h.srv.mcp.Connect(context.Background(), st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn, err := ct.Connect(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := jsonrpc.MakeID(float64(1))
+		params, _ := json.Marshal(map[string]any{"protocolVersion": offered, "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "0"}})
+		if err := conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "initialize", Params: params}); err != nil {
+			t.Fatal(err)
+		}
+		msg, err := conn.Read(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, _ := msg.(*jsonrpc.Response)
+		var res struct{ ProtocolVersion string }
+		if resp == nil || json.Unmarshal(resp.Result, &res) != nil || !slices.Contains(ProtocolVersions(), res.ProtocolVersion) {
+			t.Errorf("initialize offering %s: %+v, want one of %v", offered, msg, ProtocolVersions())
+		}
+		_ = conn.Close()
+		_ = ss.Close()
+	}
+	for _, offered := range []string{"2025-11-25", "2025-06-18", "2025-03-26"} {
 		t.Run("offer "+offered, func(t *testing.T) {
 			h := newHarness(t, nil)
 			st, ct := mcp.NewInMemoryTransports()

@@ -90,7 +90,7 @@ func UploadFile(deps *Deps) Tool {
 			"and overwriting an existing file. At most " + itoa(deps.Limits.TransferBytes) + " bytes decoded. Returns the " +
 			"size and SHA-256 of the bytes written. With transfer \"url\" nothing is written yet: the result's url takes a " +
 			"POST of the bytes (multipart/form-data field \"file\", or application/octet-stream) until expires_at, with no " +
-			"size cap. Without sandbox_id the session's default sandbox is used, and one is created when there is none.",
+			"size cap. sandbox_id is required in a 2026-07-28 request; in a 2025 session, without it the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
@@ -167,7 +167,7 @@ func DownloadFile(deps *Deps) Tool {
 			"max_bytes bytes are returned (default and maximum " + itoa(deps.Limits.TransferBytes) + "); truncated tells " +
 			"whether the file holds more. With transfer \"url\" the bytes are not read: the result's url serves the whole " +
 			"file to a plain GET until expires_at, with no size cap. A missing path is a not_found error. Without " +
-			"sandbox_id the session's default sandbox is used, and one is created when there is none.",
+			"sandbox_id the session's default sandbox is used (2025 sessions only; a 2026-07-28 request must pass sandbox_id), and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -29,6 +30,7 @@ type serveConfig struct {
 	logLevel       string
 	sessionTimeout time.Duration
 	tokenEnv       string
+	tokensFile     string
 	maxBodyBytes   int64
 	shutdownWait   time.Duration
 
@@ -77,11 +79,37 @@ holding its key; keys never go in the file). With no credentials at all the
 command refuses to start, unless --fake is given: then it runs against the
 embedded in-memory fake provider, and nothing leaves the process.
 
-Sessions. Each MCP session has at most one default sandbox and owns the
+Two eras. The server speaks MCP 2026-07-28 (sessionless) beside the 2025
+versions, on one endpoint or process; tools/list is the same in both.
+server/discover lists every version; initialize negotiates only 2025 ones.
+
+2026-07-28 requests have no session and no default sandbox: every tool but
+create_sandbox and list_sandboxes needs sandbox_id (no_default_sandbox
+otherwise), and nothing is created implicitly. A sandbox such a request
+creates has a lease: create_sandbox's timeout (300 s by default), written
+with the caller's principal into the sandbox's platform metadata
+(sandboxkit_lease, sandboxkit_principal). Each execution, file, background or
+binary call on it renews it to that lease, on any replica; nothing renews it
+in between, and only kill_sandbox or expiry ends it: never the end of a
+request or connection, end of stdin, or shutdown. Over HTTP such requests
+(MCP-Protocol-Version 2026-07-28) are POSTs served statelessly: no session
+ID, no session cap; GET and DELETE get 405.
+
+2025 sessions. Each MCP session has at most one default sandbox and owns the
 sandboxes it creates. When the session ends (end of stdin, HTTP DELETE, HTTP
 idle timeout, or server shutdown on SIGINT/SIGTERM) every sandbox it owns is
 destroyed, and no other sandbox is touched. A session owns at most
 --sandboxes-per-session sandboxes at once.
+
+Principals. A sandbox or command_id that a 2026-07-28 request created
+belongs to its caller's principal and is not_found to any other. On stdio,
+and over HTTP without a token, there is one principal ("local"); with the
+token of --token-env, one ("token"). --tokens-file FILE gives several: each
+line "PRINCIPAL TOKEN" (blank lines and lines starting with # skipped), or a
+JSON object {"PRINCIPAL": "TOKEN", ...}; a principal is 1 to 63 letters,
+digits, '.', '_' or '-', a token at least 16 characters. Clients send
+"Authorization: Bearer TOKEN". A 2025 session belongs to the principal that
+opened it: another principal's request with its Mcp-Session-Id gets 403.
 
 Results. A successful call returns structuredContent, valid against the
 tool's outputSchema, and the same JSON as one text block. A failed call is a
@@ -122,8 +150,14 @@ destroyed. After kill -9 nothing runs the close-time destroys: give each
 replica a stable instance ID (the name its orchestrator gives it) and the
 replica started again under that ID destroys, before it serves, every
 sandbox tagged with it (--sweep-at-start). For an instance that will not
-come back, run "sandboxkit sweep --orphans --instance ID". Never run two
-live processes with one instance ID. With --owner-lease D the platform is
+come back, run "sandboxkit sweep --orphans --instance ID". A process holds
+a lock file for its instance (under the user's cache directory) while it
+lives, and the start sweep runs only when no other live process of the
+instance on this host holds it: a second process started under the same ID
+while the first serves (an MCP client's probe, for example) sweeps nothing.
+Processes of one instance on different hosts cannot see each other's lock:
+give each replica its own ID. Sandboxes that 2026-07-28 requests create
+carry no instance tag: no sweep destroys them (they end by their lease). With --owner-lease D the platform is
 never told a lifetime longer than D: the server renews it every D/3 while
 the owning session lives, up to the lifetime the session asked for (which
 get_sandbox keeps reporting), so a dead server's sandboxes end within D even
@@ -158,7 +192,8 @@ Examples:
   sandboxkit serve --http 127.0.0.1:8080 --session-timeout 10m
   SANDBOXKIT_HTTP_TOKEN=$(openssl rand -hex 32) sandboxkit serve --http 0.0.0.0:8080
   sandboxkit serve --config providers.json --log-level debug
-  sandboxkit serve --http 127.0.0.1:8081 --instance replica-0`,
+  sandboxkit serve --http 127.0.0.1:8081 --instance replica-0
+  sandboxkit serve --http 0.0.0.0:8080 --tokens-file /etc/sandboxkit/tokens`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cfg, os.Getenv, os.Stderr)
@@ -171,6 +206,7 @@ Examples:
 	f.StringVar(&cfg.logLevel, "log-level", "info", "log level on stderr: debug, info, warn or error")
 	f.DurationVar(&cfg.sessionTimeout, "session-timeout", server.DefaultSessionTimeout, "close an HTTP session idle this long and destroy its sandboxes (0: never)")
 	f.StringVar(&cfg.tokenEnv, "token-env", serveDefaultTokenEnv, "environment variable holding the HTTP bearer token (required for a non-loopback --http address)")
+	f.StringVar(&cfg.tokensFile, "tokens-file", "", "file of HTTP bearer tokens and their principals: lines \"PRINCIPAL TOKEN\", or a JSON object {\"PRINCIPAL\": \"TOKEN\"}; another principal's sandboxes and command_ids are not_found")
 	f.Int64Var(&cfg.maxBodyBytes, "max-request-bytes", 0, "largest HTTP request body accepted (0: room for the largest upload)")
 	f.DurationVar(&cfg.shutdownWait, "shutdown-timeout", 60*time.Second, "how long shutdown waits for owned sandboxes to be destroyed")
 	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest wait for the provider to answer one request (control plane, and in-sandbox calls without a bound of their own)")
@@ -189,7 +225,7 @@ Examples:
 
 	// Ownership flags (docs/deploy.md, "Ownership that survives the owner").
 	f.StringVar(&cfg.instance, "instance", "", "stable ID of this server instance, written into every sandbox's metadata (default $"+serveInstanceEnv+"; unset: a random one)")
-	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left")
+	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left (skipped while another live process of the instance runs on this host)")
 	f.DurationVar(&cfg.ownerLease, "owner-lease", 0, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")
 	return cmd
 }
@@ -205,7 +241,7 @@ func serveLimits(cfg serveConfig) server.Limits {
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
 // bound") is the option's negative value.
-func serveHTTPOptions(cfg serveConfig, token string) *server.HTTPOptions {
+func serveHTTPOptions(cfg serveConfig, token string, tokens map[string]string) *server.HTTPOptions {
 	neg := func(d time.Duration) time.Duration {
 		if d == 0 {
 			return -1
@@ -226,6 +262,7 @@ func serveHTTPOptions(cfg serveConfig, token string) *server.HTTPOptions {
 	}
 	return &server.HTTPOptions{
 		Token:                token,
+		Tokens:               tokens,
 		SessionTimeout:       neg(cfg.sessionTimeout),
 		MaxRequestBodyBytes:  cfg.maxBodyBytes,
 		MaxSessions:          negInt(cfg.maxSessions),
@@ -252,12 +289,25 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	}
 
 	var token string
+	var tokens map[string]string
+	if cfg.tokensFile != "" {
+		if cfg.httpAddr == "" {
+			return errors.New("--tokens-file needs --http: stdio has one principal")
+		}
+		data, err := os.ReadFile(cfg.tokensFile)
+		if err != nil {
+			return fmt.Errorf("--tokens-file: %w", err)
+		}
+		if tokens, err = server.ParseTokens(data); err != nil {
+			return fmt.Errorf("--tokens-file %s: %w", cfg.tokensFile, err)
+		}
+	}
 	if cfg.httpAddr != "" {
 		if _, _, err := net.SplitHostPort(cfg.httpAddr); err != nil {
 			return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8080", cfg.httpAddr)
 		}
 		token = strings.TrimSpace(getenv(cfg.tokenEnv))
-		if !server.IsLoopbackAddr(cfg.httpAddr) && token == "" {
+		if !server.IsLoopbackAddr(cfg.httpAddr) && token == "" && len(tokens) == 0 {
 			return fmt.Errorf("--http %s is not a loopback address: set a bearer token in $%s (or listen on 127.0.0.1)", cfg.httpAddr, cfg.tokenEnv)
 		}
 	}
@@ -287,6 +337,9 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if token != "" {
 		secrets = append(secrets, token)
 	}
+	for tok := range tokens {
+		secrets = append(secrets, tok)
+	}
 
 	instance := cfg.instance
 	if instance == "" {
@@ -296,7 +349,12 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
-	serveSweepAtStart(ctx, srv, instance != "" && cfg.sweepAtStart, logger)
+	if instance != "" {
+		release := serveHoldInstance(ctx, srv, cfg.sweepAtStart, logger)
+		defer release()
+	} else {
+		serveSweepAtStart(ctx, srv, false, logger)
+	}
 	if cfg.httpAddr == "" {
 		logger.Info("serving MCP on stdio")
 		err := srv.RunStdio(ctx)
@@ -309,7 +367,31 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		}
 		return err
 	}
-	return serveStreamableHTTP(ctx, srv, cfg, token, logger)
+	return serveStreamableHTTP(ctx, srv, cfg, token, tokens, logger)
+}
+
+// serveHoldInstance claims the instance ID on this host for the life of
+// the process and runs the start sweep only when no other live process of
+// the instance holds it (SESSION-4): a sibling started while this one
+// serves (an MCP client's probe process) never destroys its sandboxes.
+func serveHoldInstance(ctx context.Context, srv *server.Server, sweep bool, logger *slog.Logger) (release func()) {
+	hold, err := holdInstance(instanceLockDir(), srv.Instance())
+	if err != nil {
+		hold, err = holdInstance(filepath.Join(os.TempDir(), "sandboxkit-instances"), srv.Instance())
+	}
+	if err != nil {
+		logger.Warn("instance lock unavailable: start sweep skipped", "instance", srv.Instance(), "error", err.Error())
+		serveSweepAtStart(ctx, srv, false, logger)
+		return func() {}
+	}
+	if sweep && !hold.sweepAllowed() {
+		logger.Info("another live process of this instance runs on this host: start sweep skipped", "instance", srv.Instance())
+	}
+	serveSweepAtStart(ctx, srv, sweep && hold.sweepAllowed(), logger)
+	if err := hold.share(); err != nil {
+		logger.Warn("instance lock could not be shared", "instance", srv.Instance(), "error", err.Error())
+	}
+	return hold.release
 }
 
 // serveSweepAtStart destroys, before the server serves, what an earlier
@@ -377,14 +459,14 @@ func serveOtherKeys(names []string) string {
 
 // serveStreamableHTTP serves Streamable HTTP until ctx is cancelled, then shuts the
 // MCP server down (destroying owned sandboxes) and the HTTP server.
-func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfig, token string, logger *slog.Logger) error {
-	hs := srv.HTTPServer(serveHTTPOptions(cfg, token))
+func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfig, token string, tokens map[string]string, logger *slog.Logger) error {
+	hs := srv.HTTPServer(serveHTTPOptions(cfg, token, tokens))
 	hs.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddr, err)
 	}
-	logger.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", server.MCPPath, "auth", token != "")
+	logger.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", server.MCPPath, "auth", token != "" || len(tokens) > 0, "principals", len(tokens))
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 

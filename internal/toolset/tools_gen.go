@@ -25,7 +25,7 @@ const (
 // slice on each call.
 func All() []Tool {
 	return []Tool{
-		{Name: CreateSandbox, Group: "execution and files", Summary: "create a sandbox; it becomes the session's default and is destroyed when the session ends", ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true},
+		{Name: CreateSandbox, Group: "execution and files", Summary: "create a sandbox: leased in a 2026-07-28 request; in a 2025 session, the session's default, destroyed when the session ends", ReadOnly: false, Destructive: false, Idempotent: false, OpenWorld: true},
 		{Name: KillSandbox, Group: "execution and files", Summary: "destroy a sandbox (the default when no ID is given)", ReadOnly: false, Destructive: true, Idempotent: true, OpenWorld: true},
 		{Name: RunCode, Group: "execution and files", Summary: "run python, javascript or bash code", ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
 		{Name: RunCommand, Group: "execution and files", Summary: "run a shell command: stdout, stderr, exit code", ReadOnly: false, Destructive: true, Idempotent: false, OpenWorld: true},
