@@ -25,6 +25,11 @@ const (
 	FamilyBackground Family = "background"
 	FamilyBinary     Family = "binary"
 	FamilyProtocol   Family = "protocol"
+	// FamilyLease holds the lease rules that replace the session rules for
+	// modern requests and sessionless profiles (LEASE-1..4, MODERN-1).
+	FamilyLease Family = "lease"
+	// FamilyHandles holds the handle rules (HANDLE-1..3).
+	FamilyHandles Family = "handles"
 	// FamilyCloud holds the cloud-only specs: they cross-check the server
 	// against the real platform through the kit's own SDK.
 	FamilyCloud Family = "cloud"
@@ -99,7 +104,7 @@ type registration struct {
 func registrations() []registration {
 	fake := Spec{NeedsFake: true}
 	return []registration{
-		{family: FamilyProtocol, specs: lists(protocolSpecs)},
+		{family: FamilyProtocol, specs: lists(protocolSpecs, protocolEraSpecs)},
 		{family: FamilyBounds, defaults: fake, specs: lists(boundsSpecs, boundsWithDefaultSpecs)},
 		{family: FamilyDelegation, defaults: fake, specs: lists(delegationSpecs)},
 		{family: FamilyDefault, defaults: fake, specs: lists(defaultSpecs, defaultConcurrentSpecs)},
@@ -111,6 +116,8 @@ func registrations() []registration {
 		{family: FamilyFiles, specs: lists(filesSpecs)},
 		{family: FamilyBackground, specs: lists(backgroundSpecs)},
 		{family: FamilyBinary, specs: lists(binarySpecs, transferURLSpecs)},
+		{family: FamilyLease, defaults: fake, specs: lists(leaseSpecs)},
+		{family: FamilyHandles, specs: lists(handleSpecs)},
 		{family: FamilyCloud, defaults: Spec{CloudOnly: true}, before: cloudModeOnly, specs: lists(cloudSpecs)},
 	}
 }

@@ -26,6 +26,9 @@ type runState struct {
 	rec     *recorder
 	// advertised is every tool name the server listed, in its order.
 	advertised []string
+	// servesModern is whether the server answers 2026-07-28 requests
+	// (probed once; the modern era's runs are not applicable otherwise).
+	servesModern bool
 }
 
 func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
@@ -73,6 +76,7 @@ func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error
 		r.stop()
 		return nil, err
 	}
+	r.servesModern = !cfg.Cloud && r.probeModern(ctx)
 	return r, nil
 }
 
@@ -129,8 +133,8 @@ func (r *runState) stop() {
 
 // newTestContext gives a spec a fresh fake provider (or, in cloud mode,
 // the kit's SDK on the real platform).
-func (r *runState) newTestContext(spec Spec) *TestContext {
-	tc := &TestContext{Config: r.cfg, run: r, specID: spec.ID}
+func (r *runState) newTestContext(spec Spec, era Era) *TestContext {
+	tc := &TestContext{Config: r.cfg, run: r, specID: runID(spec.ID, era), era: era}
 	if r.cloud != nil {
 		tc.Platform = r.cloud.platform
 		return tc
@@ -175,7 +179,9 @@ func describe(cfg *Config, rec *recorder, claim func(string) bool, banner io.Wri
 					if spec.Family != family {
 						continue
 					}
-					registerSpec(spec, cfg.Cloud, func() *runState { return run }, claim)
+					for _, era := range specEras(spec) {
+						registerSpec(spec, era, cfg.Cloud, func() *runState { return run }, claim)
+					}
 				}
 			})
 		}
@@ -184,12 +190,13 @@ func describe(cfg *Config, rec *recorder, claim func(string) bool, banner io.Wri
 
 // registerSpec wraps one spec in an It with its labels. Cloud runs get
 // longer timeouts: a real provider is slower than the fake.
-func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string) bool) {
+func registerSpec(spec Spec, era Era, cloud bool, run func() *runState, claim func(string) bool) {
 	specTimeout, cleanupTimeout := 2*time.Minute, time.Minute
 	if cloud {
 		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
 	}
-	labels := append([]string{spec.ID}, spec.Rules...)
+	id := runID(spec.ID, era)
+	labels := append([]string{id, "era-" + string(era)}, spec.Rules...)
 	labels = append(labels, EveryResultRules()...)
 	if spec.NeedsFake {
 		labels = append(labels, LabelNeedsFake)
@@ -197,9 +204,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 	if spec.CloudOnly {
 		labels = append(labels, LabelCloudOnly)
 	}
-	title := fmt.Sprintf("[%s] %s", spec.ID, spec.Title)
+	title := fmt.Sprintf("[%s] %s", id, spec.Title)
 	ginkgo.It(title, ginkgo.Label(labels...), func(ctx ginkgo.SpecContext) {
-		if claim != nil && !claim(spec.ID) {
+		if claim != nil && !claim(id) {
 			ginkgo.Skip(ClaimedElsewhere)
 		}
 		r := run()
@@ -212,6 +219,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 		if why := r.cfg.notApplicable(spec); why != "" {
 			ginkgo.Skip(why)
 		}
+		if why := r.cfg.eraNotApplicable(spec, era, r.servesModern); why != "" && !eraNeutral(spec.Family) {
+			ginkgo.Skip(why)
+		}
 		for _, tool := range spec.Tools {
 			if r.tools[tool] == nil {
 				msg := fmt.Sprintf("the server does not advertise %s", r.cfg.toolName(tool))
@@ -221,7 +231,7 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 				ginkgo.Skip(msg)
 			}
 		}
-		tc := r.newTestContext(spec)
+		tc := r.newTestContext(spec, era)
 		// DeferCleanup runs after the spec's state is final, so a failure
 		// is visible here (inside a plain defer it is not yet recorded).
 		ginkgo.DeferCleanup(func(cctx context.Context) {

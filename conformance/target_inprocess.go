@@ -38,8 +38,11 @@ type inProcessTarget struct {
 
 	httpOnce sync.Once
 	httpSrv  *httptest.Server
-	idleOnce sync.Once
-	idleSrv  *httptest.Server
+	// principalSrv serves two principals' tokens (HANDLE-1).
+	principalSrv  *httptest.Server
+	principalOnce sync.Once
+	idleOnce      sync.Once
+	idleSrv       *httptest.Server
 }
 
 func (t *inProcessTarget) start(ctx context.Context) error {
@@ -155,7 +158,7 @@ func (t *inProcessTarget) connectTo(ctx context.Context, srv *server.Server, ver
 func (t *inProcessTarget) logs() string { return t.log.String() }
 
 func (t *inProcessTarget) stop() {
-	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv} {
+	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv, t.principalSrv} {
 		if s != nil {
 			s.Close()
 		}
