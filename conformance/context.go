@@ -38,6 +38,9 @@ type TestContext struct {
 	specID string
 	// era is the era of the spec's run.
 	era Era
+	// latestMovedEnd is the latest end the spec gave a sandbox at the
+	// fake itself (see movedEnd), under mu.
+	latestMovedEnd time.Time
 
 	mu         sync.Mutex
 	sessions   []*Session
