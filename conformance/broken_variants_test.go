@@ -54,7 +54,7 @@ var focusedSpecs = map[string][]string{
 // brokenVariants are the kit's power test: each must make at least one
 // spec of its family fail.
 func brokenVariants() []brokenVariant {
-	return []brokenVariant{
+	return append([]brokenVariant{
 		{"echoes-invalid-value", FamilyBounds, "puts the submitted arguments into validation errors", echoesInvalidValue},
 		{"empty-id-is-default", FamilyBounds, `reads sandbox_id "" as the session's default`, emptyIDIsDefault},
 		{"calls-provider-before-validating", FamilyBounds, "lists sandboxes before validating a call", callsProviderBeforeValidating},
@@ -86,7 +86,7 @@ func brokenVariants() []brokenVariant {
 		{"url-for-other-path", FamilyBinary, "signs transfer URLs for a sibling of the path asked for", urlForOtherPath},
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
 		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
-	}
+	}, eraBrokenVariants()...)
 }
 
 // pretendNoContent is the 204 a variant answers itself for a request it

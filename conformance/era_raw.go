@@ -44,7 +44,14 @@ func (t *inProcessTarget) endpoint(context.Context) (string, *http.Client, error
 	t.httpOnce.Do(func() {
 		t.httpSrv = httptest.NewServer(t.srv.HTTPHandler(t.httpOptions(nil)))
 	})
-	return t.httpSrv.URL + server.MCPPath, http.DefaultClient, nil
+	t.modernOnce.Do(func() {
+		var h http.Handler = t.srv.HTTPHandler(t.httpOptions(nil))
+		if b := t.breakage; b != nil && b.handler != nil {
+			h = b.handler(h)
+		}
+		t.modernSrv = httptest.NewServer(h)
+	})
+	return t.modernSrv.URL + server.MCPPath, http.DefaultClient, nil
 }
 
 func (t *httpTarget) endpoint(context.Context) (string, *http.Client, error) {

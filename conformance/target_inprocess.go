@@ -41,8 +41,11 @@ type inProcessTarget struct {
 	// principalSrv serves two principals' tokens (HANDLE-1).
 	principalSrv  *httptest.Server
 	principalOnce sync.Once
-	idleOnce      sync.Once
-	idleSrv       *httptest.Server
+	// modernSrv is the protocol specs' HTTP endpoint (TOOLS-4).
+	modernSrv  *httptest.Server
+	modernOnce sync.Once
+	idleOnce   sync.Once
+	idleSrv    *httptest.Server
 }
 
 func (t *inProcessTarget) start(ctx context.Context) error {
@@ -158,7 +161,7 @@ func (t *inProcessTarget) connectTo(ctx context.Context, srv *server.Server, ver
 func (t *inProcessTarget) logs() string { return t.log.String() }
 
 func (t *inProcessTarget) stop() {
-	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv, t.principalSrv} {
+	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv, t.principalSrv, t.modernSrv} {
 		if s != nil {
 			s.Close()
 		}
