@@ -72,20 +72,24 @@ var sessionRules = []string{"SESSION-1", "SESSION-2", "SESSION-3", "SESSION-4", 
 	"CREATE-5", "GET-2", "TIMEOUT-2", "LIST-2"}
 
 // leased reports whether the run is judged by leases instead of sessions:
-// every modern run, and, in the legacy era, a server whose profile
-// declares no session ownership (explicit-ids, one-shot): the modern
-// era's rules applied to an older server.
+// every modern run, and, in the legacy era, a server of profile
+// explicit-ids, which hands out sandbox IDs and owns no session: the modern
+// era's rules applied to an older server. A one-shot server hands out no
+// handle, so nothing but the call can end its sandbox: its call is its
+// session, and the session leak check judges it.
 func (c *Config) leased(e Era) bool {
-	return e == EraModern || c.Profile == ProfileExplicitIDs || c.Profile == ProfileOneShot
+	return e == EraModern || c.Profile == ProfileExplicitIDs
 }
 
 // eraNotApplicable returns why a spec does not apply in era e for this
-// run, or "" when it does. served says whether the server serves the
-// modern era.
-func (c *Config) eraNotApplicable(spec Spec, e Era, servesModern bool) string {
+// run, or "" when it does: servesLegacy and servesModern say which eras
+// the server serves.
+func (c *Config) eraNotApplicable(spec Spec, e Era, servesLegacy, servesModern bool) string {
 	switch {
 	case e == EraModern && !servesModern:
-		return fmt.Sprintf("%s in era %s: the server does not serve it (its initialize never negotiates %s)", NotApplicablePrefix, ModernProtocolVersion, ModernProtocolVersion)
+		return fmt.Sprintf("%s in era %s: the server does not serve it (a client offering it gets a 2025 session)", NotApplicablePrefix, ModernProtocolVersion)
+	case e == EraLegacy && !servesLegacy:
+		return fmt.Sprintf("%s to 2025 sessions: the server serves only %s", NotApplicablePrefix, ModernProtocolVersion)
 	case leaseFamily(spec.Family) && !c.leased(e):
 		return fmt.Sprintf("%s to legacy sessions of profile %s: leases and handles are the rules of modern requests (section 13); the session leak check judges sessions", NotApplicablePrefix, c.profileName())
 	case !c.leased(e):

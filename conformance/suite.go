@@ -29,6 +29,9 @@ type runState struct {
 	// servesModern is whether the server answers 2026-07-28 requests
 	// (probed once; the modern era's runs are not applicable otherwise).
 	servesModern bool
+	// servesLegacy is whether the server answers 2025 sessions (a
+	// modern-only server does not).
+	servesLegacy bool
 }
 
 func startRun(ctx context.Context, cfg *Config, rec *recorder) (*runState, error) {
@@ -85,6 +88,14 @@ func (r *runState) discover(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	conn, err := r.target.connect(cctx, ProtocolVersion)
+	r.servesLegacy = err == nil && conn.cs.InitializeResult() != nil && isSessionVersion(conn.cs.InitializeResult().ProtocolVersion)
+	if err != nil && !r.cfg.Cloud {
+		// A modern-only server refuses 2025 sessions (TOOLS-4 lets a
+		// server serve 2026-07-28 alone): its tools are read in that era.
+		if mconn, merr := r.target.connect(cctx, ModernProtocolVersion); merr == nil {
+			conn, err = mconn, nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -219,7 +230,7 @@ func registerSpec(spec Spec, era Era, cloud bool, run func() *runState, claim fu
 		if why := r.cfg.notApplicable(spec); why != "" {
 			ginkgo.Skip(why)
 		}
-		if why := r.cfg.eraNotApplicable(spec, era, r.servesModern); why != "" && !eraNeutral(spec.Family) {
+		if why := r.cfg.eraNotApplicable(spec, era, r.servesLegacy, r.servesModern); why != "" && !eraNeutral(spec.Family) {
 			ginkgo.Skip(why)
 		}
 		for _, tool := range spec.Tools {
