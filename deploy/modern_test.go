@@ -60,7 +60,29 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 			}
 		}
 	}
+	// A background command started through one replica is read and
+	// killed through either (HANDLE-2): its output lives in the sandbox.
+	cmd, err := call(ctx, cs, "start_background_command", map[string]any{"sandbox_id": ids[0], "command": "echo out; echo err >&2; sleep 600"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmdID := cmd["command_id"].(string)
+	for range 4 {
+		got, err := call(ctx, cs, "get_background_command", map[string]any{"command_id": cmdID})
+		if err != nil {
+			t.Fatalf("get_background_command through the proxy: %v", err)
+		}
+		if got["stdout"] != "out\n" && got["stdout"] != "" {
+			t.Errorf("stdout %q", got["stdout"])
+		}
+	}
+	if _, err := call(ctx, cs, "kill_background_command", map[string]any{"command_id": cmdID, "signal": "SIGKILL"}); err != nil {
+		t.Fatal(err)
+	}
 	for i, r := range c.replicas {
+		if n := strings.Count(r.out.String(), "tool=get_background_command"); n == 0 {
+			t.Fatalf("replica-%d served no get_background_command: round robin did not spread the calls", i)
+		}
 		if n := strings.Count(r.out.String(), "tool=read_file"); n == 0 {
 			t.Fatalf("replica-%d served no read_file: round robin did not spread the calls", i)
 		}

@@ -246,7 +246,8 @@ func (p *Platform) GetInfoByID(ctx context.Context, id string, opts *CallOptions
 
 // GetInfoAndMetadataByID is [Platform.GetInfoByID] that also returns the
 // metadata the sandbox was created with ([CreateOptions.Metadata]), for a
-// caller that keeps its own records there. The metadata never belongs in a
+// caller that keeps its own records there; it uses the platform's pooled
+// transport. The metadata never belongs in a
 // tool result (Info leaves it out on purpose).
 //
 // Operation: GET /sandboxes/{sandboxID}
@@ -257,7 +258,9 @@ func (p *Platform) GetInfoAndMetadataByID(ctx context.Context, id string, opts *
 		return nil, nil, err
 	}
 	var w wireSandbox
-	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes/" + url.PathEscape(q.ID), ok: []int{http.StatusOK}, out: &w, oneOff: true}); err != nil {
+	// The pooled transport: a caller that keeps records in metadata reads
+	// its own sandboxes often, unlike GetInfoByID's one-off reads.
+	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes/" + url.PathEscape(q.ID), ok: []int{http.StatusOK}, out: &w}); err != nil {
 		return nil, nil, err
 	}
 	in := w.info(p.FormatID(q), ep.region)

@@ -83,17 +83,9 @@ func (s *session) command(id string) (*bgCommand, bool) {
 }
 
 // commandIDPattern: 64 random bits in a legacy session (BG-4: valid only
-// there), 128 in a modern request (HANDLE-2).
-const commandIDPattern = `^bg-[0-9a-f]{16}([0-9a-f]{16})?$`
-
-// commandOf returns the command with a command_id: the session's own in a
-// legacy session (BG-4), the principal's in a modern request (HANDLE-1).
-func commandOf(deps *Deps, sess *session, id string) (*bgCommand, bool) {
-	if sess.modern != nil {
-		return deps.leases.command(sess.modern.principal, id)
-	}
-	return sess.command(id)
-}
+// there); in a modern request 128, and the sandbox it runs in (HANDLE-2:
+// any replica finds it; see bgfile.go).
+const commandIDPattern = `^bg-[0-9a-f]{16}([0-9a-f]{16}\.[A-Za-z0-9_-]{1,200})?$`
 
 // commandStarted is start_background_command's result (BG-1).
 func commandStarted(commandID, sandboxID string) any {
@@ -133,7 +125,7 @@ func unknownCommandError(sess *session) *ToolError {
 }
 
 func commandIDArg() *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Description: "The command_id returned by start_background_command: in a 2025 session, valid only in that session; from a 2026-07-28 request, valid for the same caller on any connection.", Pattern: commandIDPattern}
+	return &jsonschema.Schema{Type: "string", Description: "The command_id returned by start_background_command: in a 2025 session, valid only in that session; from a 2026-07-28 request, valid for the same caller on any connection or replica.", Pattern: commandIDPattern}
 }
 
 // StartBackgroundCommand is start_background_command (BG-1): a command
@@ -154,7 +146,8 @@ func StartBackgroundCommand(deps *Deps) Tool {
 		Name: "start_background_command",
 		Description: "Start a shell command in a sandbox without waiting for it, and return its command_id at once. " +
 			"Read its output with get_background_command and stop it with kill_background_command; the command_id is " +
-			"valid only in the same 2025 session, or for the same caller in 2026-07-28 requests. Up to " + itoa(deps.Limits.BackgroundBufferBytes) + " bytes of each stream are kept. " +
+			"valid only in the same 2025 session, or for the same caller in 2026-07-28 requests. In a 2025 session up to " + itoa(deps.Limits.BackgroundBufferBytes) + " bytes of each stream are kept; " +
+			"a 2026-07-28 request's command keeps its whole output in files in the sandbox (under " + bgDirRoot + "). " +
 			"sandbox_id is required in a 2026-07-28 request; in a 2025 session, without it the session's default sandbox is used, and one is created when there is none.",
 		InputSchema:  in,
 		OutputSchema: out,
@@ -163,10 +156,7 @@ func StartBackgroundCommand(deps *Deps) Tool {
 	return newTool(def, dataPlane{
 		check: func(sess *session, a args) error {
 			if sess.modern != nil {
-				if !deps.leases.roomForCommand(sess.modern.principal, deps.Limits.BackgroundCommands) {
-					return &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
-				}
-				return nil
+				return nil // its output lives in the sandbox, not here
 			}
 			if !sess.roomForCommand(deps.Limits.BackgroundCommands) {
 				return &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
@@ -174,6 +164,15 @@ func StartBackgroundCommand(deps *Deps) Tool {
 			return nil
 		},
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
+			if sess.modern != nil {
+				// HANDLE-2: 128 random bits, bound to the principal, valid
+				// on any replica.
+				id, err := startFileCommand(ctx, sess.modern.principal, r, a)
+				if err != nil {
+					return nil, err
+				}
+				return commandStarted(id, r.id), nil
+			}
 			p, err := r.envd.StartBackground(ctx, a.str("command"), &sandbox.BackgroundOptions{
 				Cwd:         a.str("cwd"),
 				Envs:        a.strMap("envs"),
@@ -181,15 +180,6 @@ func StartBackgroundCommand(deps *Deps) Tool {
 			})
 			if err != nil {
 				return nil, err
-			}
-			if sess.modern != nil {
-				// HANDLE-2: 128 random bits, bound to the principal.
-				c := &bgCommand{id: "bg-" + randomHex(16), target: r, process: p}
-				if !deps.leases.addCommand(sess.modern.principal, c, deps.Limits.BackgroundCommands) {
-					c.release()
-					return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooMany, Recovery: hintTooMany}
-				}
-				return commandStarted(c.id, r.id), nil
 			}
 			c := &bgCommand{id: "bg-" + randomHex(8), target: r, process: p}
 			if ok, full := sess.addCommand(c, deps.Limits.BackgroundCommands); !ok {
@@ -236,18 +226,27 @@ func GetBackgroundCommand(deps *Deps) Tool {
 		Annotations:  &mcp.ToolAnnotations{Title: "Get background command", ReadOnlyHint: true, DestructiveHint: ptr(false), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
-		c, ok := commandOf(deps, sess, a.str("command_id"))
-		if !ok {
-			return nil, unknownCommandError(sess) // BG-4, HANDLE-1, HANDLE-3
-		}
 		var cur sandbox.Cursor
 		if a.has("cursor") {
+			var ok bool
 			if cur, ok = parseCursor(a.str("cursor")); !ok {
 				return nil, invalidField("cursor")
 			}
 		}
+		maxBytes := int(a.integer("max_bytes", int64(deps.Limits.OutputBytes)))
+		if sess.modern != nil {
+			fc, r, err := reachFileCommand(ctx, deps, sess.modern.principal, a.str("command_id")) // HANDLE-1..3
+			if err != nil {
+				return nil, err
+			}
+			return renewed(ctx, deps, sess, r, func() (any, error) { return fc.read(ctx, r, cur, maxBytes) })
+		}
+		c, ok := sess.command(a.str("command_id"))
+		if !ok {
+			return nil, unknownCommandError(sess) // BG-4
+		}
 		return renewed(ctx, deps, sess, c.target, func() (any, error) {
-			o, err := c.process.ReadOutput(cur, int(a.integer("max_bytes", int64(deps.Limits.OutputBytes))))
+			o, err := c.process.ReadOutput(cur, maxBytes)
 			if err != nil {
 				return nil, toFieldError(err, "cursor")
 			}
@@ -256,14 +255,7 @@ func GetBackgroundCommand(deps *Deps) Tool {
 				code := o.Exit.ExitCode
 				exit = &code
 			}
-			return struct {
-				Running    bool   `json:"running"`
-				ExitCode   *int   `json:"exit_code"`
-				Stdout     string `json:"stdout"`
-				Stderr     string `json:"stderr"`
-				NextCursor string `json:"next_cursor"`
-				Truncated  bool   `json:"truncated"`
-			}{
+			return backgroundOutput{
 				// The SDK may still report Running for a moment after the end
 				// event arrived; the end event is the last, so it is over.
 				o.Running && o.Exit == nil,
@@ -302,13 +294,27 @@ func KillBackgroundCommand(deps *Deps) Tool {
 		Annotations:  &mcp.ToolAnnotations{Title: "Kill background command", ReadOnlyHint: false, DestructiveHint: ptr(true), IdempotentHint: true, OpenWorldHint: ptr(true)},
 	}
 	return newTool(def, func(ctx context.Context, sess *session, a args) (any, error) {
-		c, ok := commandOf(deps, sess, a.str("command_id"))
-		if !ok {
-			return nil, unknownCommandError(sess) // BG-3, BG-4, HANDLE-1, HANDLE-3
-		}
 		sig := sandbox.SIGTERM
 		if a.str("signal") == string(sandbox.SIGKILL) {
 			sig = sandbox.SIGKILL
+		}
+		if sess.modern != nil {
+			fc, r, err := reachFileCommand(ctx, deps, sess.modern.principal, a.str("command_id")) // HANDLE-1..3
+			if err != nil {
+				return nil, err
+			}
+			return renewed(ctx, deps, sess, r, func() (any, error) {
+				if err := fc.kill(ctx, r, sig); err != nil {
+					return nil, err
+				}
+				return struct {
+					Success bool `json:"success"`
+				}{true}, nil
+			})
+		}
+		c, ok := sess.command(a.str("command_id"))
+		if !ok {
+			return nil, unknownCommandError(sess) // BG-3, BG-4
 		}
 		return renewed(ctx, deps, sess, c.target, func() (any, error) {
 			if !c.finished() {

@@ -104,26 +104,18 @@ func (l *leaseRecord) envdClient() *sandbox.Envd {
 // read again from the platform on next use.
 const maxLeaseRecords = 4096
 
-// leaseBook is the server-wide cache of lease records, and the background
-// commands of modern requests. Nothing in it decides a renewal that the
-// platform's metadata does not (LEASE-4): a record is a copy of that
-// metadata, rebuilt from the platform whenever it is missing.
+// leaseBook is the server-wide cache of lease records. Nothing in it
+// decides a renewal that the platform's metadata does not (LEASE-4): a
+// record is a copy of that metadata, rebuilt from the platform whenever it
+// is missing. (Background commands of modern requests keep their state in
+// their sandbox: bgfile.go.)
 type leaseBook struct {
-	mu       sync.Mutex
-	records  map[string]*leaseRecord
-	commands map[string]*modernCommand
-}
-
-// modernCommand is a background command a modern request started: bound to
-// its principal (HANDLE-1) and reachable by its opaque command_id on any
-// connection (HANDLE-2).
-type modernCommand struct {
-	principal string
-	cmd       *bgCommand
+	mu      sync.Mutex
+	records map[string]*leaseRecord
 }
 
 func newLeaseBook() *leaseBook {
-	return &leaseBook{records: map[string]*leaseRecord{}, commands: map[string]*modernCommand{}}
+	return &leaseBook{records: map[string]*leaseRecord{}}
 }
 
 // remember caches the record of a sandbox.
@@ -147,41 +139,19 @@ func (b *leaseBook) cached(id string) (*leaseRecord, bool) {
 	return rec, ok
 }
 
-// forget drops a sandbox's record and its commands (killed, expired, or
-// no longer reachable through the cached credentials).
+// forget drops a sandbox's record (killed, expired, or no longer reachable
+// through the cached credentials).
 func (b *leaseBook) forget(id string) {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	delete(b.records, id)
-	var gone []*bgCommand
-	for k, c := range b.commands {
-		if c.cmd.target.id == id {
-			gone = append(gone, c.cmd)
-			delete(b.commands, k)
-		}
-	}
-	b.mu.Unlock()
-	for _, c := range gone {
-		c.release()
-	}
 }
 
-// size is the number of records and commands held (for tests and the
-// memory benchmark).
-func (b *leaseBook) size() (records, commands int) {
+// size is the number of records held (for tests).
+func (b *leaseBook) size() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.records), len(b.commands)
-}
-
-// close releases every command's output stream.
-func (b *leaseBook) close() {
-	b.mu.Lock()
-	cmds := b.commands
-	b.commands = map[string]*modernCommand{}
-	b.mu.Unlock()
-	for _, c := range cmds {
-		c.cmd.release()
-	}
+	return len(b.records)
 }
 
 // foreignSandbox is the answer for a sandbox of another principal: the
@@ -321,64 +291,4 @@ func createLeased(ctx context.Context, d *Deps, sess *session, opts *sandbox.Cre
 	rec := &leaseRecord{policy: policy, principal: sess.modern.principal, handle: h}
 	d.leases.remember(h.ID(), rec)
 	return rec, nil
-}
-
-// addCommand registers a modern request's background command under a new
-// opaque command_id of 128 random bits (HANDLE-2). It reports false when
-// principal already keeps limit commands that are all running.
-func (b *leaseBook) addCommand(principal string, c *bgCommand, limit int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.countLocked(principal, limit) >= limit {
-		return false
-	}
-	b.commands[c.id] = &modernCommand{principal: principal, cmd: c}
-	return true
-}
-
-// roomForCommand reports whether principal may start one more command,
-// dropping its finished ones when at the limit.
-func (b *leaseBook) roomForCommand(principal string, limit int) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.countLocked(principal, limit) < limit
-}
-
-// countLocked counts principal's commands; at limit, its finished ones are
-// dropped and the rest counted (as a session does with its own).
-func (b *leaseBook) countLocked(principal string, limit int) int {
-	n := 0
-	for _, c := range b.commands {
-		if c.principal == principal {
-			n++
-		}
-	}
-	if n < limit {
-		return n
-	}
-	n = 0
-	for k, c := range b.commands {
-		if c.principal != principal {
-			continue
-		}
-		if c.cmd.finished() {
-			c.cmd.release()
-			delete(b.commands, k)
-			continue
-		}
-		n++
-	}
-	return n
-}
-
-// command returns principal's command with that command_id; another
-// principal's is not found, as an unknown one (HANDLE-1).
-func (b *leaseBook) command(principal, id string) (*bgCommand, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	c, ok := b.commands[id]
-	if !ok || c.principal != principal {
-		return nil, false
-	}
-	return c.cmd, true
 }

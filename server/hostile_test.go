@@ -75,9 +75,7 @@ func rawDelete(t *testing.T, hc *http.Client, base, id string) {
 
 // liveHTTP is the number of live HTTP sessions the caps count.
 func (h *harness) liveHTTP() int {
-	h.srv.reg.mu.Lock()
-	defer h.srv.reg.mu.Unlock()
-	return h.srv.reg.httpLive
+	return h.srv.reg.http.liveCount()
 }
 
 // TestHostileOrigin: a browser page on another origin cannot reach the

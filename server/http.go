@@ -249,7 +249,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		case http.MethodPost:
 		default:
 			if id != "" {
-				defer s.reg.activeHTTP(id)()
+				defer s.reg.http.active(id)()
 			}
 			streamable.ServeHTTP(w, r)
 			return
@@ -273,22 +273,22 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		s.httpCalls.add()
 		defer s.httpCalls.done()
 		if id != "" {
-			defer s.reg.activeHTTP(id)()
+			defer s.reg.http.active(id)()
 			streamable.ServeHTTP(w, r)
 			return
 		}
 		// A POST without a session ID may open a session: reserve a slot
 		// until it is established (or not).
 		client := clientKey(r, o.ClientIPHeader)
-		ok, perClient := s.reg.reserveHTTP(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
+		ok, perClient := s.reg.http.reserve(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
 		if !ok {
 			s.refuseSession(w, perClient, o)
 			return
 		}
-		defer s.reg.releaseHTTP(client)
+		defer s.reg.http.release(client)
 		streamable.ServeHTTP(w, r)
 		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
-			s.reg.bindHTTP(sid, client)
+			s.reg.http.bind(sid, client)
 		}
 	})
 	mux := http.NewServeMux()
@@ -402,7 +402,7 @@ func (s *Server) endHTTPSession(id string) {
 	if id == "" {
 		return
 	}
-	if sess, ok := s.reg.byHTTPID(id); ok {
+	if sess, ok := s.reg.http.session(id); ok {
 		s.reg.end(sess)
 	}
 }

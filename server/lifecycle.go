@@ -431,7 +431,7 @@ func KillSandbox(deps *Deps) Tool {
 
 // killModern is kill_sandbox in a modern request: another principal's
 // sandbox is not_found (HANDLE-1); a leased one ends here (LEASE-3), and
-// its record and commands are dropped.
+// its record is dropped (its background commands end with it).
 func killModern(ctx context.Context, deps *Deps, call *modernCall, id string) error {
 	if _, err := deps.leases.lookup(ctx, deps, call.principal, id); err != nil {
 		return err

@@ -189,8 +189,8 @@ func TestModernPrincipals(t *testing.T) {
 		t.Errorf("principal in metadata %q, want alice", rec.Metadata[PrincipalTagKey])
 	}
 	cmd := alice.ok("start_background_command", map[string]any{"command": "echo hi", "sandbox_id": id})["command_id"].(string)
-	if len(cmd) != len("bg-")+32 {
-		t.Errorf("command_id %q: want 128 bits of hex", cmd)
+	if key, _, _ := strings.Cut(strings.TrimPrefix(cmd, "bg-"), "."); len(key) != 32 {
+		t.Errorf("command_id %q: want 128 random bits", cmd)
 	}
 	unknown := bob.fail("get_sandbox", map[string]any{"sandbox_id": "nosuchsandbox000000000"})
 	for name, args := range map[string]map[string]any{
@@ -236,6 +236,10 @@ func TestModernKilledHandles(t *testing.T) {
 		if te.Category != sandbox.NotFound || !strings.Contains(te.Recovery, "killed") {
 			t.Errorf("%s after kill: %+v, want not_found saying it was killed", name, te)
 		}
+	}
+	// The server keeps nothing of a killed sandbox.
+	if records := h.srv.deps.leases.size(); records != 0 {
+		t.Errorf("after kill the server keeps %d lease records, want none", records)
 	}
 }
 
@@ -350,5 +354,66 @@ func TestToolsListAcrossEras(t *testing.T) {
 	_, data := postModern(t, ts.URL, ModernProtocolVersion, modernBody("tools/list", ModernProtocolVersion))
 	if !bytes.Contains(data, []byte(`"ttlMs":3600000`)) || !bytes.Contains(data, []byte(`"cacheScope":"public"`)) {
 		t.Errorf("modern tools/list without caching hints: %.300s", data)
+	}
+}
+
+// LEASE-3 on stdio: the end of input ends the process's session, and a
+// sandbox a modern request created there outlives it.
+func TestModernLeaseSurvivesStdioEOF(t *testing.T) {
+	h := newHarness(t, nil)
+	serverEnd, clientEnd := net.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- h.srv.Run(context.Background(), &mcp.IOTransport{Reader: serverEnd, Writer: serverEnd})
+	}()
+	cl := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "0"}, nil)
+	cs, err := cl.Connect(context.Background(), &mcp.IOTransport{Reader: clientEnd, Writer: clientEnd}, &mcp.ClientSessionOptions{ProtocolVersion: ModernProtocolVersion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &client{h: h, cs: cs}
+	id := c.ok("create_sandbox", nil)["sandbox_id"].(string)
+	_ = cs.Close() // end of input
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := h.fp.Sandbox(id); !ok {
+		t.Error("end of input destroyed a leased sandbox")
+	}
+}
+
+// BG-2 for a modern command: read in small pieces from the cursor, no byte
+// is lost or repeated, and the exit code comes once the command ends;
+// kill_background_command ends a running one.
+func TestModernBackgroundCommand(t *testing.T) {
+	h := newHarness(t, nil)
+	c := h.connectModern()
+	id := c.ok("create_sandbox", nil)["sandbox_id"].(string)
+	cmd := c.ok("start_background_command", map[string]any{"sandbox_id": id, "command": "echo abc; echo de >&2; exit 3"})["command_id"].(string)
+	var stdout, stderr string
+	cursor := "0.0"
+	waitFor(t, "the command's end and all its output", func() bool {
+		out := c.ok("get_background_command", map[string]any{"command_id": cmd, "cursor": cursor, "max_bytes": 2})
+		stdout += out["stdout"].(string)
+		stderr += out["stderr"].(string)
+		cursor = out["next_cursor"].(string)
+		return out["running"] == false && out["truncated"] == false
+	})
+	if stdout != "abc\n" || stderr != "de\n" {
+		t.Errorf("read %q / %q, want \"abc\\n\" / \"de\\n\"", stdout, stderr)
+	}
+	if got := c.ok("get_background_command", map[string]any{"command_id": cmd}); got["exit_code"] != 3.0 {
+		t.Errorf("exit_code %v, want 3", got["exit_code"])
+	}
+	long := c.ok("start_background_command", map[string]any{"sandbox_id": id, "command": "sleep 600"})["command_id"].(string)
+	if got := c.ok("get_background_command", map[string]any{"command_id": long}); got["running"] != true || got["exit_code"] != nil {
+		t.Errorf("a sleeping command: %v, want running with no exit code", got)
+	}
+	c.ok("kill_background_command", map[string]any{"command_id": long, "signal": "SIGKILL"})
+	waitFor(t, "the killed command's end", func() bool {
+		return c.ok("get_background_command", map[string]any{"command_id": long})["running"] == false
+	})
+	if te := c.fail("get_background_command", map[string]any{"command_id": "bg-0123456789abcdef0123456789abcdef." + "bm9zdWNo"}); te.Category != sandbox.NotFound {
+		t.Errorf("a made-up command_id: %+v, want not_found", te)
 	}
 }

@@ -250,7 +250,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownOnce.Do(func() { s.deps.Logger.Info("server shutting down") })
 	s.reg.beginShutdown()
 	s.deps.own.close() // no lease renewal once sessions close
-	s.deps.leases.close()
 	// The calls in flight were cancelled with their sessions: let them
 	// send their answers before the SDK sessions close, which would cut
 	// their response streams and leave an empty 200.
