@@ -40,15 +40,31 @@ func specHandlesGoneAreNotFound() Spec {
 		Body: func(ctx context.Context, tc *TestContext) {
 			s := tc.Connect(ctx)
 			expectNotFound(tc, s.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": unknownSandboxID}), "get_sandbox of an unknown sandbox")
-			expectNotFound(tc, s.Call(ctx, "get_background_command", map[string]any{"command_id": "bg-" + strings.Repeat("0", 32)}), "get_background_command of an unknown command")
 			id := s.mustCreate(ctx, map[string]any{})
 			cmd := tc.ExpectSuccess(s.Call(ctx, "start_background_command", map[string]any{"command": "sleep 100", "sandbox_id": id})).String("command_id")
+			// An unknown command_id of the server's own form: a real one with
+			// its last character changed (the form is the server's to choose).
+			expectNotFound(tc, s.Call(ctx, "get_background_command", map[string]any{"command_id": otherHandle(cmd)}), "get_background_command of an unknown command")
 			tc.ExpectSuccess(s.Call(ctx, "kill_sandbox", map[string]any{"sandbox_id": id}))
 			expectNotFound(tc, s.Call(ctx, "run_command", map[string]any{"command": "true", "sandbox_id": id}), "run_command on a killed sandbox")
 			expectNotFound(tc, s.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": id}), "get_sandbox of a killed sandbox")
 			expectNotFound(tc, s.Call(ctx, "get_background_command", map[string]any{"command_id": cmd}), "get_background_command whose sandbox was killed")
 		},
 	}
+}
+
+// otherHandle returns h with its last character changed: a handle of the
+// same form that the server did not issue.
+func otherHandle(h string) string {
+	if h == "" {
+		return "unknown"
+	}
+	last := h[len(h)-1]
+	next := byte('0')
+	if last == '0' {
+		next = '1'
+	}
+	return h[:len(h)-1] + string(next)
 }
 
 // entropySamples is how many command_ids the entropy estimate reads.
