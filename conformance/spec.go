@@ -174,14 +174,17 @@ func Specs() []Spec {
 	return all
 }
 
-// RequiredSpecs returns the IDs of the specs an evidence bundle of the
-// given mode must hold, each passed: in cloud mode
-// every spec that needs no fake (the cloud-only ones included), in
-// loopback mode every spec but the cloud-only ones; neither lists the
-// optional specs whose outcome depends on the target. The repository's
-// list, evidence/required/<Version>.txt, must equal this (a test checks).
+// RequiredSpecs returns the run IDs (see [Era]) an evidence bundle of the
+// given mode must hold, each passed: in cloud mode every spec that needs
+// no fake (the cloud-only ones included), in 2025 sessions only (a cloud
+// run does not probe 2026-07-28); in loopback mode every spec but the
+// cloud-only ones, in each era whose rules apply to the contract's design
+// (a server of both eras). Neither lists the optional specs whose outcome
+// depends on the target. The repository's list,
+// evidence/required/<Version>.txt, must equal this (a test checks).
 func RequiredSpecs(mode evidence.Mode) []string {
 	var ids []string
+	contract := &Config{}
 	for _, s := range Specs() {
 		if s.Optional != "" {
 			continue
@@ -192,8 +195,13 @@ func RequiredSpecs(mode evidence.Mode) []string {
 				ids = append(ids, s.ID)
 			}
 		case evidence.ModeLoopback:
-			if !s.CloudOnly {
-				ids = append(ids, s.ID)
+			if s.CloudOnly {
+				continue
+			}
+			for _, era := range specEras(s) {
+				if eraNeutral(s.Family) || contract.eraNotApplicable(s, era, true, true) == "" {
+					ids = append(ids, runID(s.ID, era))
+				}
 			}
 		}
 	}
