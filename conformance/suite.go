@@ -242,6 +242,9 @@ func registerSpec(spec Spec, era Era, cloud bool, run func() *runState, claim fu
 				ginkgo.Skip(msg)
 			}
 		}
+		if eraNeutral(spec.Family) && !r.servesLegacy && r.servesModern {
+			era = EraModern // a modern-only server is reached in its one era
+		}
 		tc := r.newTestContext(spec, era)
 		// DeferCleanup runs after the spec's state is final, so a failure
 		// is visible here (inside a plain defer it is not yet recorded).
