@@ -102,6 +102,8 @@ func (c *Config) eraNotApplicable(spec Spec, e Era, servesLegacy, servesModern b
 		return fmt.Sprintf("%s %s: its rules (%s) describe legacy sessions, and %s", NotApplicablePrefix, c.eraWords(e), strings.Join(spec.Rules, ", "), c.noSessionWhy(e))
 	case slices.ContainsFunc(spec.Rules, func(r string) bool { return slices.Contains(sessionBoundRules, r) }):
 		return fmt.Sprintf("%s %s: it checks what a session does with its sandboxes or commands (%s), and %s", NotApplicablePrefix, c.eraWords(e), strings.Join(spec.Rules, ", "), c.noSessionWhy(e))
+	case spec.ID == "renewal.failed-update-keeps-policy":
+		return fmt.Sprintf("%s %s: set_sandbox_timeout sets a leased sandbox's end, not its policy, which stays the create-time one (LEASE-2, LEASE-4)", NotApplicablePrefix, c.eraWords(e))
 	case e == EraModern && modernNotApplicable[spec.ID] != "":
 		return fmt.Sprintf("%s in era %s: %s", NotApplicablePrefix, ModernProtocolVersion, modernNotApplicable[spec.ID])
 	}
@@ -117,9 +119,8 @@ var sessionBoundRules = []string{"SESSION-2", "SESSION-3", "BG-4", "RENEW-1"}
 // modernNotApplicable are the specs whose check a modern request answers
 // differently by rule, with the rule that says so.
 var modernNotApplicable = map[string]string{
-	"delegation.set-timeout-external":    "it counts the provider requests of a call on an external ID, and a modern server first reads the sandbox's metadata to tell another principal's sandbox from an external one (HANDLE-1)",
-	"delegation.qualified-default-id":    "it counts the provider requests of calls on an external ID, and a modern server first reads the sandbox's metadata (HANDLE-1)",
-	"renewal.failed-update-keeps-policy": "set_sandbox_timeout sets a leased sandbox's end, not its policy, which stays the create-time one (LEASE-2, LEASE-4)",
+	"delegation.set-timeout-external": "it counts the provider requests of a call on an external ID, and a modern server first reads the sandbox's metadata to tell another principal's sandbox from an external one (HANDLE-1)",
+	"delegation.qualified-default-id": "it counts the provider requests of calls on an external ID, and a modern server first reads the sandbox's metadata (HANDLE-1)",
 }
 
 func (c *Config) profileName() Profile {
