@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
 )
@@ -217,23 +219,8 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	if o.MaxInFlightBytes > 0 {
 		budget.sem = semaphore.NewWeighted(o.MaxInFlightBytes)
 	}
-	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		principal := LocalPrincipal
-		if len(keys) == 0 {
-			if !arrivedOnLoopback(r) {
-				http.Error(w, "Forbidden: this server accepts only loopback connections without a token", http.StatusForbidden)
-				return
-			}
-		} else if p, ok := bearerPrincipal(r, keys); ok {
-			principal = p
-		} else {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxkit"`)
-			http.Error(w, "Unauthorized", http.StatusUnauthorized)
-			return
-		}
-		// HANDLE-1: the tool handler reads the principal from here; a
-		// value the client sent is replaced.
-		r.Header.Set(principalHeader, principal)
+	// serve handles an authenticated request.
+	serve := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w, r, done := s.slowClientBounds(w, r, o)
 		defer done()
 		if isModernVersion(r.Header.Get("MCP-Protocol-Version")) {
@@ -243,7 +230,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		id := r.Header.Get("Mcp-Session-Id")
 		switch r.Method {
 		case http.MethodDelete:
-			s.endHTTPSession(id)
+			s.endHTTPSession(id, r.Header.Get(principalHeader))
 			streamable.ServeHTTP(w, r)
 			return
 		case http.MethodPost:
@@ -290,6 +277,35 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		if sid := w.Header().Get("Mcp-Session-Id"); sid != "" {
 			s.reg.http.bind(sid, client)
 		}
+	})
+	// withUser puts the principal into the request's auth.TokenInfo too,
+	// so that the SDK binds each legacy session to its principal and
+	// answers another principal's use of its Mcp-Session-Id with 403.
+	withUser := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		return &auth.TokenInfo{UserID: r.Header.Get(principalHeader)}, nil
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(serve)
+	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		principal := LocalPrincipal
+		if len(keys) == 0 {
+			if !arrivedOnLoopback(r) {
+				http.Error(w, "Forbidden: this server accepts only loopback connections without a token", http.StatusForbidden)
+				return
+			}
+		} else if p, ok := bearerPrincipal(r, keys); ok {
+			principal = p
+		} else {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="sandboxkit"`)
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		// HANDLE-1: the tool handler reads the principal from here; a
+		// value the client sent is replaced.
+		r.Header.Set(principalHeader, principal)
+		if len(keys) > 0 {
+			withUser.ServeHTTP(w, r)
+			return
+		}
+		serve.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
 	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(mcpHandler))
@@ -398,11 +414,12 @@ func baseMediaTypeOf(v string) string {
 // names, before the SDK closes the session (which waits for calls in
 // flight): the owned sandboxes are destroyed at once and the calls in
 // flight are cancelled.
-func (s *Server) endHTTPSession(id string) {
+func (s *Server) endHTTPSession(id, principal string) {
 	if id == "" {
 		return
 	}
-	if sess, ok := s.reg.http.session(id); ok {
+	// Another principal's DELETE ends nothing (the SDK answers it 403).
+	if sess, ok := s.reg.http.session(id); ok && sess.principal() == principal {
 		s.reg.end(sess)
 	}
 }

@@ -21,7 +21,12 @@ func (s *Server) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		// A modern request has no session: it never touches the registry.
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && ss != nil && !modernRequest(req) {
-			s.reg.attach(ss)
+			sess := s.reg.attach(ss)
+			if ex := req.GetExtra(); ex != nil && ex.Header != nil {
+				if p := ex.Header.Get(principalHeader); p != "" {
+					sess.claim(p) // the SDK keeps the session to this principal
+				}
+			}
 		}
 		return next(ctx, method, req)
 	}

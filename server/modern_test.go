@@ -3,11 +3,13 @@ package server
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -416,4 +418,114 @@ func TestModernBackgroundCommand(t *testing.T) {
 	if te := c.fail("get_background_command", map[string]any{"command_id": "bg-0123456789abcdef0123456789abcdef." + "bm9zdWNo"}); te.Category != sandbox.NotFound {
 		t.Errorf("a made-up command_id: %+v, want not_found", te)
 	}
+}
+
+// A modern upload large enough to go through the HTTP front end's argument
+// stash reaches its handler (the stash is keyed without a session).
+func TestModernHTTPLargeUpload(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, nil)
+	c := connectModernHTTP(t, h, ts.URL, httpClient(t, nil))
+	id := c.ok("create_sandbox", nil)["sandbox_id"].(string)
+	data := bytes.Repeat([]byte("0123456789abcdef"), 1024) // 16 KiB, beyond stashMinBytes
+	got := c.ok("upload_file", map[string]any{"sandbox_id": id, "path": "/tmp/big", "data_base64": base64.StdEncoding.EncodeToString(data)})
+	if got["size"] != float64(len(data)) {
+		t.Errorf("uploaded %v bytes, want %d", got["size"], len(data))
+	}
+}
+
+// Modern requests pass the same front door as legacy ones: bearer token,
+// DNS-rebinding (Host) and cross-origin checks.
+func TestModernHTTPGuards(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{Token: "the-only-token-12345"})
+	body := modernBody("tools/list", ModernProtocolVersion)
+	for name, tc := range map[string]struct {
+		header http.Header
+		host   string
+		want   int
+	}{
+		"no token":       {http.Header{}, "", http.StatusUnauthorized},
+		"wrong token":    {http.Header{"Authorization": {"Bearer nope-nope-nope-nope"}}, "", http.StatusUnauthorized},
+		"foreign Host":   {http.Header{"Authorization": {"Bearer the-only-token-12345"}}, "evil.example", http.StatusForbidden},
+		"foreign Origin": {http.Header{"Authorization": {"Bearer the-only-token-12345"}, "Origin": {"https://evil.example"}, "Sec-Fetch-Site": {"cross-site"}}, "", http.StatusForbidden},
+		"good":           {http.Header{"Authorization": {"Bearer the-only-token-12345"}}, "", http.StatusOK},
+	} {
+		req, _ := http.NewRequest(http.MethodPost, ts.URL+MCPPath, strings.NewReader(body))
+		for k, v := range tc.header {
+			req.Header[k] = v
+		}
+		if tc.host != "" {
+			req.Host = tc.host
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", ModernProtocolVersion)
+		req.Header.Set("Mcp-Method", "tools/list")
+		resp, err := httpClient(t, nil).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s: status %d, want %d", name, resp.StatusCode, tc.want)
+		}
+	}
+}
+
+// Concurrent modern calls on one sandbox, through two servers sharing the
+// provider, each starting with an empty lease cache: every call succeeds
+// and every renewal uses the policy (run with -race).
+func TestModernConcurrentCalls(t *testing.T) {
+	h := newHarness(t, nil)
+	id := h.connectModern().ok("create_sandbox", map[string]any{"timeout": 77})["sandbox_id"].(string)
+	servers := []*harness{h, h.replica()}
+	h.fp.Journal().Reset()
+	var wg sync.WaitGroup
+	for i := range 16 {
+		c := servers[i%2].connectModern()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := c.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "true", "sandbox_id": id}})
+			if err != nil || res.IsError {
+				t.Errorf("run_command: %v %v", err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, e := range h.fp.Journal().Calls(sandbox.OpSetTimeout) {
+		if !bytes.Contains(e.Body, []byte(`"timeout":77`)) {
+			t.Errorf("renewal %s, want the policy 77", e.Body)
+		}
+	}
+	if n := h.fp.Journal().Count(sandbox.OpSetTimeout); n != 16 {
+		t.Errorf("%d renewals for 16 calls", n)
+	}
+}
+
+// A legacy session belongs to the principal that opened it: another
+// principal's request or DELETE with its Mcp-Session-Id is refused and ends
+// nothing.
+func TestLegacySessionBoundToPrincipal(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
+	alice := connectHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}}))
+	alice.ok("create_sandbox", nil)
+	sid := alice.cs.ID()
+	bob := http.Header{"Authorization": {"Bearer token-of-bob-4567"}}
+	hc := httpClient(t, nil)
+	resp, _ := rawPost(t, hc, ts.URL, sid, strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_sandbox","arguments":{}}}`), bob)
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's call in alice's session: %d, want 403", resp.StatusCode)
+	}
+	req, _ := http.NewRequest(http.MethodDelete, ts.URL+MCPPath, nil)
+	req.Header = bob.Clone()
+	req.Header.Set("Mcp-Session-Id", sid)
+	if resp, err := hc.Do(req); err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("bob's DELETE of alice's session: %v %v, want 403", resp, err)
+	} else {
+		_ = resp.Body.Close()
+	}
+	alice.ok("get_sandbox", nil) // still alice's, with its default
 }

@@ -36,6 +36,9 @@ type session struct {
 	// Both are set once, when the session is attached.
 	ss     *mcp.ServerSession
 	httpID string
+	// owner is the principal of the session's first request, "" until
+	// then; guarded by mu.
+	owner string
 
 	// create serialises implicit creation of the default sandbox, so that
 	// concurrent calls without a default create one sandbox, not several.
@@ -213,4 +216,24 @@ func (s *session) close() (owned []*ownedSandbox, cmds []*bgCommand, first bool)
 	s.commands = map[string]*bgCommand{}
 	s.defaultID = ""
 	return owned, cmds, true
+}
+
+// claim records principal as the session's owner, unless it has one.
+func (s *session) claim(principal string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == "" {
+		s.owner = principal
+	}
+}
+
+// principal is the session's owner (LocalPrincipal when it was never
+// claimed: stdio, in-memory).
+func (s *session) principal() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.owner == "" {
+		return LocalPrincipal
+	}
+	return s.owner
 }

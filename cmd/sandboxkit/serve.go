@@ -112,7 +112,8 @@ token of --token-env, one ("token"). --tokens-file FILE gives several: each
 line "PRINCIPAL TOKEN" (blank lines and lines starting with # skipped), or a
 JSON object {"PRINCIPAL": "TOKEN", ...}; a principal is 1 to 63 letters,
 digits, '.', '_' or '-', a token at least 16 characters. Clients send
-"Authorization: Bearer TOKEN".
+"Authorization: Bearer TOKEN". A 2025 session belongs to the principal that
+opened it: another principal's request with its Mcp-Session-Id gets 403.
 
 Results. A successful call returns structuredContent, valid against the
 tool's outputSchema, and the same JSON as one text block. A failed call is a
