@@ -55,12 +55,6 @@ func runID(id string, e Era) string {
 	return id
 }
 
-// specOfRun returns the spec ID of a run ID (see runID).
-func specOfRun(id string) string {
-	spec, _, _ := strings.Cut(id, "@")
-	return spec
-}
-
 // leaseFamilies hold the rules of section 13 that replace the session
 // rules for modern requests: leases and handles.
 func leaseFamily(f Family) bool { return f == FamilyLease || f == FamilyHandles }
