@@ -292,3 +292,24 @@ func createLeased(ctx context.Context, d *Deps, sess *session, opts *sandbox.Cre
 	d.leases.remember(h.ID(), rec)
 	return rec, nil
 }
+
+// guardForeign keeps a legacy session from reaching a sandbox that a modern
+// request of another principal created (HANDLE-1). Only a server with
+// bearer tokens has more than one principal: a session of the local
+// principal (stdio, tokenless loopback) makes no extra platform call.
+func guardForeign(ctx context.Context, d *Deps, sess *session, id string) error {
+	if sess.modern != nil || sess.principal() == LocalPrincipal {
+		return nil
+	}
+	_, md, err := d.Platform.GetInfoAndMetadataByID(ctx, id, nil)
+	if err != nil {
+		if isNotFound(err) {
+			return err
+		}
+		return nil // the call itself will report what is wrong
+	}
+	if rec := recordFrom(md); rec.policy > 0 && rec.principal != sess.principal() {
+		return foreignSandbox()
+	}
+	return nil
+}

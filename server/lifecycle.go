@@ -168,6 +168,9 @@ func GetSandbox(deps *Deps) Tool {
 			}
 			return toMetadata(id, deps.own.reported(o.handle, *info)), nil // under an owner lease: the end the session asked for
 		}
+		if err := guardForeign(ctx, deps, sess, id); err != nil { // HANDLE-1
+			return nil, err
+		}
 		info, err := deps.Platform.GetInfoByID(ctx, id, nil) // GET-6, GET-7
 		if err != nil {
 			return nil, err
@@ -368,6 +371,8 @@ func SetSandboxTimeout(deps *Deps) Tool {
 			}
 			// TIMEOUT-5: a completion after close changes nothing.
 			sess.setRenewal(id, o, d)
+		} else if err := guardForeign(ctx, deps, sess, id); err != nil { // HANDLE-1
+			return nil, err
 		} else if err := deps.Platform.SetTimeoutByID(ctx, id, d, nil); err != nil { // TIMEOUT-6
 			return nil, err
 		}
@@ -419,6 +424,8 @@ func KillSandbox(deps *Deps) Tool {
 			if err != nil {
 				return nil, err
 			}
+		} else if err := guardForeign(ctx, deps, sess, id); err != nil { // HANDLE-1
+			return nil, err
 		} else if err := deps.Platform.KillByID(ctx, id, nil); err != nil {
 			return nil, err
 		}

@@ -528,4 +528,24 @@ func TestLegacySessionBoundToPrincipal(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	alice.ok("get_sandbox", nil) // still alice's, with its default
+
+	// HANDLE-1 holds in bob's own 2025 session too: alice's leased sandbox
+	// is not_found there, as an unknown one is.
+	leased := connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}})).ok("create_sandbox", nil)["sandbox_id"]
+	bobs := connectHTTP(t, h, ts.URL, httpClient(t, bob))
+	for name, args := range map[string]map[string]any{
+		"get_sandbox":         {"sandbox_id": leased},
+		"run_command":         {"command": "true", "sandbox_id": leased},
+		"set_sandbox_timeout": {"sandbox_id": leased, "timeout": 10},
+		"kill_sandbox":        {"sandbox_id": leased},
+	} {
+		if te := bobs.fail(name, args); te.Category != sandbox.NotFound {
+			t.Errorf("bob's 2025 session, %s on alice's leased sandbox: %+v, want not_found", name, te)
+		}
+	}
+	if _, ok := h.fp.Sandbox(leased.(string)); !ok {
+		t.Error("bob's 2025 session killed alice's leased sandbox")
+	}
+	aliceLegacy := connectHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}}))
+	aliceLegacy.ok("run_command", map[string]any{"command": "true", "sandbox_id": leased})
 }

@@ -42,6 +42,9 @@ func reach(ctx context.Context, d *Deps, sess *session, a args) (*reached, error
 		if o, ok := sess.ownedByID(id); ok {
 			return &reached{id: id, owned: o, envd: o.envdClient()}, nil
 		}
+		if err := guardForeign(ctx, d, sess, id); err != nil { // HANDLE-1
+			return nil, err
+		}
 		// RENEW-2: reaching an external sandbox must not renew it, so the
 		// connect asks for no lifetime (a running sandbox keeps its end time).
 		h, err := d.Platform.Connect(ctx, id, &sandbox.ConnectOptions{KeepLifetime: true})
