@@ -54,7 +54,7 @@ var focusedSpecs = map[string][]string{
 // brokenVariants are the kit's power test: each must make at least one
 // spec of its family fail.
 func brokenVariants() []brokenVariant {
-	return []brokenVariant{
+	return append([]brokenVariant{
 		{"echoes-invalid-value", FamilyBounds, "puts the submitted arguments into validation errors", echoesInvalidValue},
 		{"empty-id-is-default", FamilyBounds, `reads sandbox_id "" as the session's default`, emptyIDIsDefault},
 		{"calls-provider-before-validating", FamilyBounds, "lists sandboxes before validating a call", callsProviderBeforeValidating},
@@ -87,7 +87,7 @@ func brokenVariants() []brokenVariant {
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
 		{"run-command-not-destructive", FamilyProtocol, "marks run_command, which runs arbitrary code, as not destructive", runCommandNotDestructive},
 		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
-	}
+	}, eraBrokenVariants()...)
 }
 
 // pretendNoContent is the 204 a variant answers itself for a request it

@@ -33,6 +33,11 @@ type Config struct {
 	// Headers are sent with every HTTP request to ServerURL (for example an
 	// Authorization bearer token).
 	Headers map[string]string
+	// SecondToken is the bearer token of a second principal of the server
+	// at ServerURL (HANDLE-1): the handle specs check that one principal's
+	// sandboxes and commands are not_found to the other. Empty: those
+	// specs read "not applicable".
+	SecondToken string
 	// FakeAddr is the loopback address the kit serves its fake provider on
 	// for a server in another process. Default "127.0.0.1:0" (any free port).
 	// A server that is already running must have been started with the

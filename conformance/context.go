@@ -36,6 +36,11 @@ type TestContext struct {
 
 	run    *runState
 	specID string
+	// era is the era of the spec's run.
+	era Era
+	// latestMovedEnd is the latest end the spec gave a sandbox at the
+	// fake itself (see movedEnd), under mu.
+	latestMovedEnd time.Time
 
 	mu         sync.Mutex
 	sessions   []*Session
@@ -130,11 +135,26 @@ func (tc *TestContext) Advertised(contractName string) *mcp.Tool {
 	return tc.run.tools[contractName]
 }
 
-// Connect opens a new session offering [ProtocolVersion]; it fails the
-// spec when the server cannot be reached.
+// Era returns the era of the spec's run.
+func (tc *TestContext) Era() Era { return tc.era }
+
+// Leased reports whether the run is judged by leases (section 13): a
+// modern run, or a legacy run of a sessionless profile.
+func (tc *TestContext) Leased() bool { return tc.Config.leased(tc.era) }
+
+// namesSandboxes reports whether the kit names the sandbox of every call
+// that takes one: in a modern run (there is no default, MODERN-1) and for
+// a server of profile explicit-ids.
+func (tc *TestContext) namesSandboxes() bool {
+	return tc.era == EraModern || tc.Config.Profile == ProfileExplicitIDs
+}
+
+// Connect opens a new session (a modern connection in the modern era)
+// offering the era's protocol version; it fails the spec when the server
+// cannot be reached.
 func (tc *TestContext) Connect(ctx context.Context) *Session {
 	ginkgo.GinkgoHelper()
-	s, err := tc.ConnectVersion(ctx, ProtocolVersion)
+	s, err := tc.ConnectVersion(ctx, tc.era.version())
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the server under test")
 	return s
 }
@@ -205,7 +225,7 @@ func (s *Session) call(ctx context.Context, tool string, args json.RawMessage, p
 		r.ClientViolation = s.tc.run.clients.check(r, t.OutputSchema)
 	}
 	adapter.normalise(r)
-	if tool == "create_sandbox" && s.tc.Config.Profile == ProfileExplicitIDs {
+	if tool == "create_sandbox" && s.tc.namesSandboxes() {
 		if id := r.String("sandbox_id"); id != "" {
 			s.setKitDefault(id)
 		}
@@ -265,6 +285,14 @@ func (tc *TestContext) finish(ctx context.Context) {
 		return
 	}
 	tc.closeSessions(ctx)
+	if tc.Leased() {
+		// Section 13: no session to close; the lease ends what the spec
+		// created.
+		tc.run.keep(tc)
+		tc.reportEndings()
+		tc.checkLeaseEnds()
+		return
+	}
 	tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return len(tc.leftBehind()) == 0 })
 	tc.run.keep(tc)
 	tc.reportEndings()

@@ -54,7 +54,7 @@ func summaryOf(out string) string {
 // check's detail lines ("<id>: the spec's sessions ...").
 func failedSpecs(summary string) []string {
 	var ids []string
-	for _, m := range regexp.MustCompile(`(?m)^\s+FAIL ([a-z]+\.[a-z0-9-]+)`).FindAllStringSubmatch(summary, -1) {
+	for _, m := range regexp.MustCompile(`(?m)^\s+FAIL ([a-z]+\.[a-z0-9-]+(?:@[0-9-]+)?)`).FindAllStringSubmatch(summary, -1) {
 		ids = append(ids, m[1])
 	}
 	for _, m := range regexp.MustCompile(`(?m)^\s+\d+ specs?: (.+)$`).FindAllStringSubmatch(summary, -1) {

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"sort"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
+	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -135,4 +137,90 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// The lease check replaces the session leak check where there are no
+// sessions (section 13): in a modern run, and for a server of a sessionless
+// profile (explicit-ids, one-shot). A sandbox outliving its connection is
+// then the design (LEASE-3); what must hold is that its lease ends it:
+// advancing the fake clock by the longest policy the spec could have given
+// plus the skew, past the spec's last call, leaves nothing alive that the
+// spec created (LEASE-1, LEASE-2).
+
+// causeLeaseLeak is the cause of every lease-check failure.
+const causeLeaseLeak = "LEASE-2: the server keeps sandboxes alive past their lease"
+
+// leaseLeakPrefix begins every lease-check failure message.
+const leaseLeakPrefix = "LEASE-2: sandboxes alive past their lease"
+
+// leaseSkew is how far past now + policy a lease's end may lie: the clock
+// skew the cloud specs allow between server and provider.
+const leaseSkew = cloudstate.ClockSkew
+
+// defaultLeasePolicy is the lease of a sandbox created without a timeout
+// (LEASE-1: 300 s, stated in create_sandbox's description).
+const defaultLeasePolicy = 300 * time.Second
+
+// longestPolicy is the longest lease policy the spec's calls could have
+// set: the default, or the largest timeout a create_sandbox or
+// set_sandbox_timeout of the spec named.
+func (tc *TestContext) longestPolicy() time.Duration {
+	longest := defaultLeasePolicy
+	for _, ex := range tc.Transcript() {
+		if ex.Tool != "create_sandbox" && ex.Tool != "set_sandbox_timeout" {
+			continue
+		}
+		var args struct {
+			Timeout *float64 `json:"timeout"`
+		}
+		if json.Unmarshal(ex.Arguments, &args) == nil && args.Timeout != nil && *args.Timeout > 0 {
+			longest = max(longest, time.Duration(*args.Timeout*float64(time.Second)))
+		}
+	}
+	return longest
+}
+
+// checkLeaseEnds fails the spec when a sandbox it created outlives the
+// longest lease it could have: the fake's clock moves past every end the
+// server may rightly have set (LEASE-1, LEASE-2). Fake mode only.
+func (tc *TestContext) checkLeaseEnds() {
+	policy := tc.longestPolicy()
+	tc.mu.Lock()
+	if d := tc.latestMovedEnd.Sub(tc.Clock.Now()); d > policy {
+		policy = d
+	}
+	tc.mu.Unlock()
+	tc.Clock.Advance(policy + leaseSkew)
+	left := tc.leftBehind()
+	if len(left) == 0 {
+		return
+	}
+	tc.mu.Lock()
+	var each []string
+	for _, id := range left {
+		from := tc.fakeCreated[id]
+		if from == "" {
+			from = "outside any tool call of the spec"
+		}
+		end := ""
+		if rec, ok := tc.Fake.Sandbox(id); ok {
+			end = ", end " + rec.EndAt.UTC().Format(time.RFC3339)
+		}
+		each = append(each, fmt.Sprintf("%s (appeared during %s%s)", id, from, end))
+	}
+	tc.mu.Unlock()
+	ginkgo.AddReportEntry(causeEntry, causeLeaseLeak, ginkgo.ReportEntryVisibilityNever)
+	ginkgo.Fail(fmt.Sprintf("%s: %d still alive at the fake %s after the spec's last call (the longest policy it set, %s, plus %s of skew): %s. "+
+		"A leased sandbox's end is at most now + policy after every call, and nothing renews it in the background",
+		leaseLeakPrefix, len(left), policy+leaseSkew, policy, leaseSkew, strings.Join(each, "; ")))
+}
+
+// movedEnd records an end the spec itself gave a sandbox at the fake,
+// behind the server's back: the lease check waits for it too.
+func (tc *TestContext) movedEnd(end time.Time) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if end.After(tc.latestMovedEnd) {
+		tc.latestMovedEnd = end
+	}
 }

@@ -95,7 +95,13 @@ func profileSubset(xs, of []string) bool {
 
 // sandboxTools are the contract tools that take sandbox_id.
 func takesSandboxID(tool string) bool {
-	return isContractTool(tool) && tool != "create_sandbox" && tool != "list_sandboxes"
+	switch tool {
+	case "create_sandbox", "list_sandboxes", "get_background_command", "kill_background_command":
+		// The background-command tools name their command_id, not a
+		// sandbox.
+		return false
+	}
+	return isContractTool(tool)
 }
 
 // explicitID names the sandbox of a call without sandbox_id, for a server
@@ -103,7 +109,7 @@ func takesSandboxID(tool string) bool {
 // one (the kit's probe, in the transcript). It returns the arguments to
 // send.
 func (s *Session) explicitID(ctx context.Context, tool string, args json.RawMessage) json.RawMessage {
-	if s.tc.Config.Profile != ProfileExplicitIDs || !takesSandboxID(tool) {
+	if !s.tc.namesSandboxes() || !takesSandboxID(tool) {
 		return args
 	}
 	var m map[string]json.RawMessage

@@ -42,6 +42,9 @@ type breakage struct {
 	middleware func(env breakEnv) mcp.Middleware
 	// http edits the options of the in-process server's HTTP listeners.
 	http func(*server.HTTPOptions)
+	// handler, when set, wraps the in-process server's HTTP handler of
+	// the protocol specs' endpoint.
+	handler func(http.Handler) http.Handler
 	// onShutdown runs when the kit shuts an in-process server down, before
 	// the server's own Shutdown.
 	onShutdown func()

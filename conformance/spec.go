@@ -25,6 +25,11 @@ const (
 	FamilyBackground Family = "background"
 	FamilyBinary     Family = "binary"
 	FamilyProtocol   Family = "protocol"
+	// FamilyLease holds the lease rules that replace the session rules for
+	// modern requests and sessionless profiles (LEASE-1..4, MODERN-1).
+	FamilyLease Family = "lease"
+	// FamilyHandles holds the handle rules (HANDLE-1..3).
+	FamilyHandles Family = "handles"
 	// FamilyCloud holds the cloud-only specs: they cross-check the server
 	// against the real platform through the kit's own SDK.
 	FamilyCloud Family = "cloud"
@@ -99,7 +104,7 @@ type registration struct {
 func registrations() []registration {
 	fake := Spec{NeedsFake: true}
 	return []registration{
-		{family: FamilyProtocol, specs: lists(protocolSpecs)},
+		{family: FamilyProtocol, specs: lists(protocolSpecs, protocolEraSpecs)},
 		{family: FamilyBounds, defaults: fake, specs: lists(boundsSpecs, boundsWithDefaultSpecs)},
 		{family: FamilyDelegation, defaults: fake, specs: lists(delegationSpecs)},
 		{family: FamilyDefault, defaults: fake, specs: lists(defaultSpecs, defaultConcurrentSpecs)},
@@ -111,6 +116,8 @@ func registrations() []registration {
 		{family: FamilyFiles, specs: lists(filesSpecs)},
 		{family: FamilyBackground, specs: lists(backgroundSpecs)},
 		{family: FamilyBinary, specs: lists(binarySpecs, transferURLSpecs)},
+		{family: FamilyLease, defaults: fake, specs: lists(leaseSpecs)},
+		{family: FamilyHandles, specs: lists(handleSpecs)},
 		{family: FamilyCloud, defaults: Spec{CloudOnly: true}, before: cloudModeOnly, specs: lists(cloudSpecs)},
 	}
 }
@@ -167,14 +174,17 @@ func Specs() []Spec {
 	return all
 }
 
-// RequiredSpecs returns the IDs of the specs an evidence bundle of the
-// given mode must hold, each passed: in cloud mode
-// every spec that needs no fake (the cloud-only ones included), in
-// loopback mode every spec but the cloud-only ones; neither lists the
-// optional specs whose outcome depends on the target. The repository's
-// list, evidence/required/<Version>.txt, must equal this (a test checks).
+// RequiredSpecs returns the run IDs (see [Era]) an evidence bundle of the
+// given mode must hold, each passed: in cloud mode every spec that needs
+// no fake (the cloud-only ones included), in 2025 sessions only (a cloud
+// run does not probe 2026-07-28); in loopback mode every spec but the
+// cloud-only ones, in each era whose rules apply to the contract's design
+// (a server of both eras). Neither lists the optional specs whose outcome
+// depends on the target. The repository's list,
+// evidence/required/<Version>.txt, must equal this (a test checks).
 func RequiredSpecs(mode evidence.Mode) []string {
 	var ids []string
+	contract := &Config{}
 	for _, s := range Specs() {
 		if s.Optional != "" {
 			continue
@@ -185,8 +195,13 @@ func RequiredSpecs(mode evidence.Mode) []string {
 				ids = append(ids, s.ID)
 			}
 		case evidence.ModeLoopback:
-			if !s.CloudOnly {
-				ids = append(ids, s.ID)
+			if s.CloudOnly {
+				continue
+			}
+			for _, era := range specEras(s) {
+				if eraNeutral(s.Family) || contract.eraNotApplicable(s, era, true, true) == "" {
+					ids = append(ids, runID(s.ID, era))
+				}
 			}
 		}
 	}

@@ -284,6 +284,7 @@ func specGetOwnedRefreshes(ctx context.Context, tc *TestContext) {
 	// refresh sees it.
 	endAt := tc.Clock.Now().Add(777 * time.Second).UTC()
 	tc.Fake.SetEndAt(id, endAt)
+	tc.movedEnd(endAt)
 	for _, arg := range []string{id, ""} {
 		tc.Fake.Journal().Reset()
 		r := s.mustGet(ctx, arg)

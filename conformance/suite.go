@@ -42,6 +42,13 @@ type runState struct {
 	// sandboxes to go (Config.SettleTimeout, with cloud mode's floor).
 	settleTime time.Duration
 
+	// servesModern is whether the server answers 2026-07-28 requests
+	// (probed once; the modern era's runs are not applicable otherwise).
+	servesModern bool
+	// servesLegacy is whether the server answers 2025 sessions (a
+	// modern-only server does not).
+	servesLegacy bool
+
 	mu            sync.Mutex
 	transcripts   map[string][]Exchange // by spec ID
 	failedCleanup []string
@@ -117,6 +124,7 @@ func (r *runState) start(ctx context.Context) error {
 		r.stop()
 		return err
 	}
+	r.servesModern = !r.cfg.Cloud && r.probeModern(ctx)
 	return nil
 }
 
@@ -125,6 +133,14 @@ func (r *runState) discover(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
 	conn, err := r.target.connect(cctx, ProtocolVersion)
+	r.servesLegacy = err == nil && conn.cs.InitializeResult() != nil && isSessionVersion(conn.cs.InitializeResult().ProtocolVersion)
+	if err != nil && !r.cfg.Cloud {
+		// A modern-only server refuses 2025 sessions (TOOLS-4 lets a
+		// server serve 2026-07-28 alone): its tools are read in that era.
+		if mconn, merr := r.target.connect(cctx, ModernProtocolVersion); merr == nil {
+			conn, err = mconn, nil
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -173,8 +189,8 @@ func (r *runState) stop() {
 
 // newTestContext gives a spec a fresh fake provider (or, in cloud mode,
 // the kit's SDK on the real platform).
-func (r *runState) newTestContext(spec Spec) *TestContext {
-	tc := &TestContext{Config: r.cfg, run: r, specID: spec.ID}
+func (r *runState) newTestContext(spec Spec, era Era) *TestContext {
+	tc := &TestContext{Config: r.cfg, run: r, specID: runID(spec.ID, era), era: era}
 	if r.cloud != nil {
 		tc.Platform = r.cloud.platform
 		return tc
@@ -217,7 +233,9 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 					if spec.Family != family {
 						continue
 					}
-					registerSpec(spec, cfg.Cloud, func() *runState { return run }, claim)
+					for _, era := range specEras(spec) {
+						registerSpec(spec, era, cfg.Cloud, func() *runState { return run }, claim)
+					}
 				}
 			})
 		}
@@ -226,12 +244,13 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 
 // registerSpec wraps one spec in an It with its labels. Cloud runs get
 // longer timeouts: a real provider is slower than the fake.
-func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string) bool) {
+func registerSpec(spec Spec, era Era, cloud bool, run func() *runState, claim func(string) bool) {
 	specTimeout, cleanupTimeout := 2*time.Minute, time.Minute
 	if cloud {
 		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
 	}
-	labels := append([]string{spec.ID}, spec.Rules...)
+	id := runID(spec.ID, era)
+	labels := append([]string{id, "era-" + string(era)}, spec.Rules...)
 	labels = append(labels, EveryResultRules()...)
 	if spec.NeedsFake {
 		labels = append(labels, LabelNeedsFake)
@@ -239,9 +258,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 	if spec.CloudOnly {
 		labels = append(labels, LabelCloudOnly)
 	}
-	title := fmt.Sprintf("[%s] %s", spec.ID, spec.Title)
+	title := fmt.Sprintf("[%s] %s", id, spec.Title)
 	ginkgo.It(title, ginkgo.Label(labels...), func(ctx ginkgo.SpecContext) {
-		if claim != nil && !claim(spec.ID) {
+		if claim != nil && !claim(id) {
 			ginkgo.Skip(ClaimedElsewhere)
 		}
 		r := run()
@@ -254,6 +273,9 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 		if why := r.cfg.notApplicable(spec); why != "" {
 			ginkgo.Skip(why)
 		}
+		if why := r.cfg.eraNotApplicable(spec, era, r.servesLegacy, r.servesModern); why != "" && !eraNeutral(spec.Family) {
+			ginkgo.Skip(why)
+		}
 		for _, tool := range spec.Tools {
 			if r.tools[tool] == nil {
 				msg := fmt.Sprintf("the server does not advertise %s", r.cfg.toolName(tool))
@@ -263,7 +285,10 @@ func registerSpec(spec Spec, cloud bool, run func() *runState, claim func(string
 				ginkgo.Skip(msg)
 			}
 		}
-		tc := r.newTestContext(spec)
+		if eraNeutral(spec.Family) && !r.servesLegacy && r.servesModern {
+			era = EraModern // a modern-only server is reached in its one era
+		}
+		tc := r.newTestContext(spec, era)
 		// DeferCleanup runs after the spec's state is final, so a failure
 		// is visible here (inside a plain defer it is not yet recorded).
 		ginkgo.DeferCleanup(func(cctx context.Context) {

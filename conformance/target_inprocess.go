@@ -38,8 +38,14 @@ type inProcessTarget struct {
 
 	httpOnce sync.Once
 	httpSrv  *httptest.Server
-	idleOnce sync.Once
-	idleSrv  *httptest.Server
+	// principalSrv serves two principals' tokens (HANDLE-1).
+	principalSrv  *httptest.Server
+	principalOnce sync.Once
+	// modernSrv is the protocol specs' HTTP endpoint (TOOLS-4).
+	modernSrv  *httptest.Server
+	modernOnce sync.Once
+	idleOnce   sync.Once
+	idleSrv    *httptest.Server
 }
 
 func (t *inProcessTarget) start(ctx context.Context) error {
@@ -155,7 +161,7 @@ func (t *inProcessTarget) connectTo(ctx context.Context, srv *server.Server, ver
 func (t *inProcessTarget) logs() string { return t.log.String() }
 
 func (t *inProcessTarget) stop() {
-	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv} {
+	for _, s := range []*httptest.Server{t.httpSrv, t.idleSrv, t.principalSrv, t.modernSrv} {
 		if s != nil {
 			s.Close()
 		}

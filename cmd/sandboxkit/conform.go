@@ -21,6 +21,7 @@ type conformFlags struct {
 	serverEnv   []string
 	serverURL   string
 	headers     []string
+	secondToken string
 	fakeAddr    string
 	fakeAPIKey  string
 	toolMap     string
@@ -197,6 +198,7 @@ The exit status is 0 when every selected spec passed and nothing was found
 	fl.StringArrayVar(&f.serverEnv, "server-env", nil, "KEY=value added to the server command's environment (repeatable)")
 	fl.StringVar(&f.serverURL, "server-url", "", "Streamable HTTP endpoint of the server under test")
 	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
+	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other); the first is --header's Authorization")
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
 	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
 	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file adapting the server's tools to the contract's: names ({"run_command": "exec"}), argument names and units, and where results are (see conformance/README.md)`)
@@ -305,6 +307,13 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 			}
 			cfg.Headers[strings.TrimSpace(name)] = strings.TrimSpace(value)
 		}
+	}
+	if f.secondToken != "" {
+		data, err := os.ReadFile(f.secondToken)
+		if err != nil {
+			return nil, fmt.Errorf("--second-token-file: %w", err)
+		}
+		cfg.SecondToken = strings.TrimSpace(string(data))
 	}
 	cfg.FakeAddr = f.fakeAddr
 	cfg.FakeAPIKey = f.fakeAPIKey
