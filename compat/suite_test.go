@@ -34,7 +34,7 @@ type officialSuite struct {
 // --http`, one server serving both eras on one endpoint.
 var officialSuites = []officialSuite{
 	{
-		// The 2026-07-28 server scenarios of issue 23.
+		// The 2026-07-28 server scenarios (stateless MCP).
 		alias:       "mcp-conformance-2026",
 		specVersion: "2026-07-28",
 		scenarios: []string{"server-stateless", "caching", "http-header-validation",

@@ -167,7 +167,11 @@ func isSessionVersion(v string) bool { return slices.Contains(sessionVersions, v
 
 // specEras lists the eras a spec is registered in: one for the
 // era-neutral families, every era for the others.
-func specEras(spec Spec) []Era {
+func specEras(spec Spec) []Era { return spec.Eras() }
+
+// Eras lists the eras the spec runs in: both, except for the era-neutral
+// families (protocol and cloud), which run once, in the legacy era.
+func (spec Spec) Eras() []Era {
 	if eraNeutral(spec.Family) {
 		return []Era{EraLegacy}
 	}

@@ -134,7 +134,7 @@ func TestExplicitIDFixtureChild(t *testing.T) {
 //
 // The session renewal specs (RENEW-1) and errors.kill-gone (SESSION-3) are
 // not applicable: a server of profile explicit-ids is judged by leases
-// (section 13), so no session renewal is demanded of it (issue 24).
+// (section 13), so no session renewal is demanded of it.
 var explicitIDTrueDefects = []string{
 	"bounds.create-sandbox", "bounds.kill-sandbox", "bounds.read-file", "bounds.run-command",
 	"bounds.set-sandbox-timeout", "bounds.write-file",

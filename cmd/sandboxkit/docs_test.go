@@ -80,12 +80,21 @@ func TestREADMECountsComeFromTheCatalog(t *testing.T) {
 			t.Errorf("README says %d %s; the catalog has %d", got, what, want[i])
 		}
 	}
-	whole := regexp.MustCompile(`the (\d+) specs that need no real provider`).FindStringSubmatch(readme)
+	whole := regexp.MustCompile(`the (\d+) specs that need no real provider, (\d+) runs over both\s+MCP eras`).FindStringSubmatch(readme)
 	if whole == nil {
-		t.Fatal(`README lacks "the N specs that need no real provider"`)
+		t.Fatal(`README lacks "the N specs that need no real provider, N runs over both MCP eras"`)
 	}
 	if got, _ := strconv.Atoi(whole[1]); got != want[2] {
 		t.Errorf("README says conform runs %d specs against the fake; the catalog has %d", got, want[2])
+	}
+	runs := 0
+	for _, s := range specs {
+		if !s.CloudOnly {
+			runs += len(s.Eras())
+		}
+	}
+	if got, _ := strconv.Atoi(whole[2]); got != runs {
+		t.Errorf("README says conform makes %d runs against the fake; the catalog has %d", got, runs)
 	}
 }
 

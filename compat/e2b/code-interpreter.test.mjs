@@ -146,7 +146,7 @@ test('contexts: create, run in, list, restart, remove', async () => {
 
 // index.mjs:522-545: timeoutMs aborts the stream and rejects with
 // TimeoutError "Execution timed out"; the server interrupts the abandoned
-// execution (messaging.py _wait_for_result keepalive, issue #213), so the
+// execution (messaging.py _wait_for_result keepalive), so the
 // context runs the next cell.
 test('a timeout rejects with TimeoutError and frees the context', async () => {
   await assert.rejects(sbx.runCode("import time\ntime.sleep(3600)", { timeoutMs: 300 }), TimeoutError);
