@@ -91,6 +91,25 @@ func (entries journal) WithOp(op string) journal {
 }
 
 // ExpectOps asserts that entries are exactly the operations want, in order.
+// WithoutHandleReads drops, in a modern run, the reads of sandbox id's
+// metadata: a 2026-07-28 request carries no session, so a server (or the
+// replica a request reaches) may read the sandbox's metadata to find its
+// lease and principal before acting on it (HANDLE-1, LEASE-4). In a legacy
+// run it returns entries unchanged.
+func (entries journal) WithoutHandleReads(tc *TestContext, id string) journal {
+	if tc.Era() != EraModern {
+		return entries
+	}
+	var kept journal
+	for _, e := range entries {
+		if e.Op == sandbox.OpGetSandbox && e.SandboxID == id {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
+}
+
 func (entries journal) ExpectOps(what string, want ...string) {
 	ginkgo.GinkgoHelper()
 	if want == nil {
