@@ -246,8 +246,8 @@ func (p *Platform) GetInfoByID(ctx context.Context, id string, opts *CallOptions
 
 // GetInfoAndMetadataByID is [Platform.GetInfoByID] that also returns the
 // metadata the sandbox was created with ([CreateOptions.Metadata]), for a
-// caller that keeps its own records there; it uses the platform's pooled
-// transport. The metadata never belongs in a
+// caller that keeps its own records there; like GetInfoByID it keeps no
+// connection open. The metadata never belongs in a
 // tool result (Info leaves it out on purpose).
 //
 // Operation: GET /sandboxes/{sandboxID}
@@ -258,9 +258,10 @@ func (p *Platform) GetInfoAndMetadataByID(ctx context.Context, id string, opts *
 		return nil, nil, err
 	}
 	var w wireSandbox
-	// The pooled transport: a caller that keeps records in metadata reads
-	// its own sandboxes often, unlike GetInfoByID's one-off reads.
-	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes/" + url.PathEscape(q.ID), ok: []int{http.StatusOK}, out: &w}); err != nil {
+	// A one-off read, as GetInfoByID's: the ID may name a sandbox the
+	// caller does not own, and a read by ID keeps no connection (GET-6).
+	// A caller that reads its own sandboxes often caches what it read.
+	if _, err := p.call(ctx, ep, apiRequest{op: op, path: "/sandboxes/" + url.PathEscape(q.ID), ok: []int{http.StatusOK}, out: &w, oneOff: true}); err != nil {
 		return nil, nil, err
 	}
 	in := w.info(p.FormatID(q), ep.region)
