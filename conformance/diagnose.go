@@ -11,6 +11,7 @@ import (
 	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
+	"github.com/sandboxkit/sandboxkit/internal/fakecodeinterp"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -76,10 +77,12 @@ func (tc *TestContext) diagnose() {
 	}
 }
 
-// otherSandboxPort returns the first sandbox port other than the daemon's
-// (49983) that a request in entries was addressed to, or "".
+// otherSandboxPort returns the first sandbox port the fake does not serve
+// that a request in entries was addressed to, or "". The fake serves the
+// daemon's port (49983) and the code interpreter's (49999, what
+// @e2b/code-interpreter's runCode posts /execute to).
 func otherSandboxPort(entries []fakeprovider.Entry) string {
-	daemon := strconv.Itoa(sandbox.EnvdPort)
+	served := map[string]bool{strconv.Itoa(sandbox.EnvdPort): true, strconv.Itoa(fakecodeinterp.Port): true}
 	for _, e := range entries {
 		if !e.Envd {
 			continue
@@ -89,7 +92,7 @@ func otherSandboxPort(entries []fakeprovider.Entry) string {
 			host, _, _ := strings.Cut(e.Host, ".")
 			port, _, _ = strings.Cut(host, "-")
 		}
-		if port != "" && port != daemon && strings.Trim(port, "0123456789") == "" {
+		if port != "" && !served[port] && strings.Trim(port, "0123456789") == "" {
 			return port
 		}
 	}
@@ -99,18 +102,10 @@ func otherSandboxPort(entries []fakeprovider.Entry) string {
 // otherPortText says why calls to a sandbox port the fake does not serve
 // cannot be judged against it.
 func otherPortText(port string) string {
-	what := "a service inside the sandbox"
-	if port == codeInterpreterPort {
-		what = "the code interpreter's Jupyter server (@e2b/code-interpreter's runCode posts to /execute there)"
-	}
-	return fmt.Sprintf("not testable against the fake: the server called port %s of a sandbox, %s, which the fake does not serve "+
-		"(it answers 502 \"port is not open\", as the platform does for a closed port); only the daemon's port %d is served. "+
-		"Certify such calls in cloud mode (--cloud), or map the tool to one that runs code through commands", port, what, sandbox.EnvdPort)
+	return fmt.Sprintf("not testable against the fake: the server called port %s of a sandbox, a service inside the sandbox, which the fake does not serve "+
+		"(it answers 502 \"port is not open\", as the platform does for a closed port); only the daemon's port %d and the code interpreter's %d are served. "+
+		"Certify such calls in cloud mode (--cloud), or map the tool to one that runs code through commands", port, sandbox.EnvdPort, fakecodeinterp.Port)
 }
-
-// codeInterpreterPort is the port of the E2B code interpreter's Jupyter
-// server (e2b-dev/code-interpreter: JUPYTER_PORT 49999).
-const codeInterpreterPort = "49999"
 
 // noteEnding counts how a session's server process ended.
 func (tc *TestContext) noteEnding(how string) {

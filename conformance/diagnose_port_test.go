@@ -8,12 +8,13 @@ import (
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
 
-// Calls to a sandbox port other than the daemon's (the code interpreter's
-// 49999) are named as not testable against the fake, whichever way the
-// port was addressed.
+// Calls to a sandbox port the fake does not serve (neither the daemon's
+// 49983 nor the code interpreter's 49999) are named as not testable against
+// the fake, whichever way the port was addressed.
 func TestOtherSandboxPort(t *testing.T) {
 	daemon := fakeprovider.Entry{Envd: true, Host: "49983-iabc.sandboxkit.test", Header: http.Header{}}
-	byHeader := fakeprovider.Entry{Envd: true, Host: "127.0.0.1:4000", Header: http.Header{"E2b-Sandbox-Port": {"49999"}}}
+	interp := fakeprovider.Entry{Envd: true, Host: "127.0.0.1:4000", Header: http.Header{"E2b-Sandbox-Port": {"49999"}}}
+	byHeader := fakeprovider.Entry{Envd: true, Host: "127.0.0.1:4000", Header: http.Header{"E2b-Sandbox-Port": {"3000"}}}
 	byHost := fakeprovider.Entry{Envd: true, Host: "8080-iabc.sandboxkit.test", Header: http.Header{}}
 	control := fakeprovider.Entry{Host: "api.sandboxkit.test", Header: http.Header{}}
 	for _, c := range []struct {
@@ -21,14 +22,15 @@ func TestOtherSandboxPort(t *testing.T) {
 		want    string
 	}{
 		{[]fakeprovider.Entry{control, daemon}, ""},
-		{[]fakeprovider.Entry{daemon, byHeader}, "49999"},
+		{[]fakeprovider.Entry{daemon, interp}, ""},
+		{[]fakeprovider.Entry{daemon, interp, byHeader}, "3000"},
 		{[]fakeprovider.Entry{byHost}, "8080"},
 	} {
 		if got := otherSandboxPort(c.entries); got != c.want {
 			t.Errorf("otherSandboxPort = %q, want %q", got, c.want)
 		}
 	}
-	if text := otherPortText("49999"); !strings.Contains(text, "not testable against the fake") || !strings.Contains(text, "/execute") {
-		t.Errorf("49999: %s", text)
+	if text := otherPortText("3000"); !strings.Contains(text, "not testable against the fake") || !strings.Contains(text, "49999") {
+		t.Errorf("3000: %s", text)
 	}
 }
