@@ -80,5 +80,8 @@ func focused(name string) []string {
 	if ids, ok := focusedSpecs[name]; ok {
 		return ids
 	}
-	return eraFocusedSpecs[name]
+	if ids, ok := eraFocusedSpecs[name]; ok {
+		return ids
+	}
+	return robustnessFocusedSpecs[name]
 }
