@@ -1,12 +1,22 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
+	"os"
+	"strings"
 	"sync"
+	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // The broken variants of the robustness specs: each is the reference
@@ -17,6 +27,8 @@ func robustnessBrokenVariants() []brokenVariant {
 		{"background-ignores-max-bytes", FamilyBackground, "ignores get_background_command's max_bytes", backgroundIgnoresMaxBytes},
 		{"retries-forbidden", FamilyCleanup, "retries a destroy the provider refused with 403", retriesForbidden},
 		{"gives-up-on-other-5xx", FamilyCleanup, "takes a destroy answered 500, 502 or 504 as final (it retries only 503, 429 and resets)", givesUpOnOther5xx},
+		{sweepsEveryListed, FamilyCleanup, "lists without its instance filter at the start sweep and destroys every sandbox it lists", stdioOnly},
+		{sweepsSwappedTags, FamilyCleanup, "tags its sandboxes with the instance and boot IDs swapped, so its start sweep finds none", stdioOnly},
 	}
 }
 
@@ -26,6 +38,8 @@ var robustnessFocusedSpecs = map[string][]string{
 	"background-ignores-max-bytes": {"background.max-bytes-backlog", "background.max-bytes-backlog@2026-07-28"},
 	"retries-forbidden":            {"cleanup.close-destroy-forbidden"},
 	"gives-up-on-other-5xx":        {"cleanup.close-destroy-retries"},
+	sweepsEveryListed:              {"cleanup.crash-restart-sweeps"},
+	sweepsSwappedTags:              {"cleanup.crash-restart-sweeps"},
 }
 
 // backgroundIgnoresMaxBytes drops get_background_command's max_bytes: a
@@ -80,4 +94,121 @@ func givesUpOnOther5xx() *breakage {
 			return resp, err
 		})
 	}}
+}
+
+// The start-sweep variants (SESSION-4) are this test binary started as a
+// stdio server command, which the crash spec kills and starts again: the
+// in-process server has no process to kill. sweepServerEnv names the
+// variant (sweepCorrect: the unbroken server, the harness's control).
+const (
+	sweepServerEnv    = "SANDBOXKIT_TEST_SWEEP_SERVER"
+	sweepCorrect      = "correct"
+	sweepsEveryListed = "sweeps-every-listed"
+	sweepsSwappedTags = "sweeps-swapped-tags"
+)
+
+// stdioOnly is the in-process breakage of a stdio variant: none.
+func stdioOnly() *breakage { return &breakage{} }
+
+// variantConfig is the kit's configuration for a variant's child run:
+// the in-process server, or for a start-sweep variant this test binary as
+// its stdio server command.
+func variantConfig(name string) *Config {
+	cfg := NewConfig()
+	if name == sweepsEveryListed || name == sweepsSwappedTags || name == sweepCorrect {
+		cfg.ServerCommand = []string{os.Args[0]}
+		cfg.ServerEnv = []string{sweepServerEnv + "=" + name}
+		// The reference server sweeps before it serves: a third of the
+		// default bound keeps the swapped-tags run short.
+		cfg.CrashBound = DefaultCrashBound / 3
+	}
+	return cfg
+}
+
+// serveSweepForTests serves stdio as "sandboxkit serve" does with an
+// instance: the start sweep, then the one session; variant breaks the
+// server's transport to the provider.
+func serveSweepForTests(variant string) int {
+	var rt http.RoundTripper = http.DefaultTransport.(*http.Transport).Clone()
+	switch variant {
+	case sweepsEveryListed:
+		rt = listsWithoutFilter(rt)
+	case sweepsSwappedTags:
+		rt = swapsOwnershipTags(rt)
+	}
+	p, err := sandbox.NewPlatform(&sandbox.Options{UserAgent: "sandboxkit-sweep-" + variant, HTTPClient: &http.Client{Transport: rt}})
+	if err != nil {
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	instance := os.Getenv(InstanceEnv)
+	srv, err := server.New(&server.Deps{Platform: p, Logger: logger, Secrets: server.SecretsFromEnv(p, nil), Instance: instance},
+		&server.Options{Name: "sandboxkit-sweep-" + variant, Version: Version})
+	if err != nil {
+		return 2
+	}
+	ctx := context.Background()
+	if instance != "" {
+		_, _ = srv.SweepPrevious(ctx) // SESSION-4
+	}
+	err = srv.RunStdio(ctx)
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if serr := srv.Shutdown(sctx); serr != nil || err != nil {
+		return 1
+	}
+	return 0
+}
+
+// listsWithoutFilter drops the metadata filter from every list request:
+// the sweep destroys every sandbox of the team.
+func listsWithoutFilter(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/sandboxes") && r.URL.Query().Has("metadata") {
+			r = r.Clone(r.Context())
+			q := r.URL.Query()
+			q.Del("metadata")
+			r.URL.RawQuery = q.Encode()
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+// swapsOwnershipTags swaps the instance and boot values in every create
+// request's metadata: the sweep's instance filter matches nothing.
+func swapsOwnershipTags(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/sandboxes") || r.Body == nil {
+			return rt.RoundTrip(r)
+		}
+		data, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		var body map[string]any
+		if json.Unmarshal(data, &body) == nil {
+			if md, ok := body["metadata"].(map[string]any); ok {
+				md[server.InstanceTagKey], md[server.BootTagKey] = md[server.BootTagKey], md[server.InstanceTagKey]
+				data, _ = json.Marshal(body)
+			}
+		}
+		r = r.Clone(r.Context())
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.ContentLength = int64(len(data))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+		return rt.RoundTrip(r)
+	})
+}
+
+// TestSweepHarnessControl runs the crash spec against this test binary as
+// an unbroken stdio server: it must pass, so that the start-sweep
+// variants fail by their defect, not by the harness.
+func TestSweepHarnessControl(t *testing.T) {
+	if os.Getenv(variantEnv) != "" || os.Getenv(sweepServerEnv) != "" {
+		t.Skip("inside a child run")
+	}
+	if r := runChild(t, "TestBrokenVariantChild", variantEnv+"="+sweepCorrect); r.err != nil {
+		t.Errorf("the unbroken stdio server fails the crash spec: %s", r.explain())
+	}
 }
