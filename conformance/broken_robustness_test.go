@@ -29,6 +29,7 @@ func robustnessBrokenVariants() []brokenVariant {
 		{"gives-up-on-other-5xx", FamilyCleanup, "takes a destroy answered 500, 502 or 504 as final (it retries only 503, 429 and resets)", givesUpOnOther5xx},
 		{sweepsEveryListed, FamilyCleanup, "lists without its instance filter at the start sweep and destroys every sandbox it lists", stdioOnly},
 		{sweepsSwappedTags, FamilyCleanup, "tags its sandboxes with the instance and boot IDs swapped, so its start sweep finds none", stdioOnly},
+		{"shutdown-cuts-http-calls", FamilyCleanup, "ends the response streams of HTTP calls in flight when it shuts down, without their answers", shutdownCutsHTTPCalls},
 	}
 }
 
@@ -40,6 +41,7 @@ var robustnessFocusedSpecs = map[string][]string{
 	"gives-up-on-other-5xx":        {"cleanup.close-destroy-retries"},
 	sweepsEveryListed:              {"cleanup.crash-restart-sweeps"},
 	sweepsSwappedTags:              {"cleanup.crash-restart-sweeps"},
+	"shutdown-cuts-http-calls":     {"cleanup.shutdown-answers-http-calls"},
 }
 
 // backgroundIgnoresMaxBytes drops get_background_command's max_bytes: a
@@ -210,5 +212,80 @@ func TestSweepHarnessControl(t *testing.T) {
 	}
 	if r := runChild(t, "TestBrokenVariantChild", variantEnv+"="+sweepCorrect); r.err != nil {
 		t.Errorf("the unbroken stdio server fails the crash spec: %s", r.explain())
+	}
+}
+
+// shutdownCutsHTTPCalls is a server whose Shutdown does not wait for the
+// HTTP calls in flight: once shutdown begins, every request still being
+// handled ends at once, its stream cut without the answer (SESSION-1). The
+// cut handlers go on running; what they write goes nowhere.
+func shutdownCutsHTTPCalls() *breakage {
+	down := make(chan struct{})
+	var once sync.Once
+	return &breakage{
+		onShutdown: func() { once.Do(func() { close(down) }) },
+		handler: func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				cw := &cutWriter{w: w}
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					next.ServeHTTP(cw, r)
+				}()
+				select {
+				case <-done:
+				case <-down:
+					cw.cut()
+				}
+			})
+		},
+	}
+}
+
+// cutWriter is a ResponseWriter that, once cut, drops every write: its
+// handler has been abandoned.
+type cutWriter struct {
+	w    http.ResponseWriter
+	mu   sync.Mutex
+	gone bool
+}
+
+func (c *cutWriter) cut() {
+	c.mu.Lock()
+	c.gone = true
+	c.mu.Unlock()
+}
+
+func (c *cutWriter) Header() http.Header {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return http.Header{}
+	}
+	return c.w.Header()
+}
+
+func (c *cutWriter) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gone {
+		return 0, http.ErrHandlerTimeout
+	}
+	return c.w.Write(p)
+}
+
+func (c *cutWriter) WriteHeader(code int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.gone {
+		c.w.WriteHeader(code)
+	}
+}
+
+func (c *cutWriter) Flush() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if f, ok := c.w.(http.Flusher); ok && !c.gone {
+		f.Flush()
 	}
 }
