@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -59,18 +60,46 @@ func cleanupFaultSpecs() []Spec {
 }
 
 func specCloseDestroyRetries(ctx context.Context, tc *TestContext) {
+	type closing struct {
+		name  string
+		s     *Session
+		id    string
+		times int
+		h     *fakeprovider.FaultHandle
+	}
+	var cases []closing
+	var ids []string
 	for _, c := range closeDestroyFailures {
 		s := tc.Connect(ctx)
 		id := s.mustCreate(ctx, nil)
 		f := c.fault
 		f.SandboxID = id
-		h := tc.Fake.InjectFault(f)
-		tc.closeSession(ctx, s, id)
-		gomega.Expect(h.Hits()).To(gomega.Equal(f.Times), "%s: the destroy met the fault %d times, want %d", c.name, h.Hits(), f.Times)
-		kills := tc.kills(id)
-		gomega.Expect(kills).To(gomega.Equal(f.Times+1),
-			"%s: the close-time destroy took %d DELETE requests; want %d failed ones and one that succeeded", c.name, kills, f.Times)
-		h.Clear()
+		cases = append(cases, closing{name: c.name, s: s, id: id, times: f.Times, h: tc.Fake.InjectFault(f)})
+		ids = append(ids, id)
+	}
+	// Every session closes at once: the cases' retries overlap, and one
+	// settle serves them all.
+	errs := make([]error, len(cases))
+	var wg sync.WaitGroup
+	for i, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.s.Close(ctx)
+		}()
+	}
+	wg.Wait()
+	for i, c := range cases {
+		gomega.Expect(errs[i]).NotTo(gomega.HaveOccurred(), "%s: close the session", c.name)
+	}
+	tc.waitGone(ctx, "after the sessions closed", ids...)
+	tc.settle(ctx)
+	for _, c := range cases {
+		gomega.Expect(c.h.Hits()).To(gomega.Equal(c.times), "%s: the destroy met the fault %d times, want %d", c.name, c.h.Hits(), c.times)
+		kills := tc.kills(c.id)
+		gomega.Expect(kills).To(gomega.Equal(c.times+1),
+			"%s: the close-time destroy took %d DELETE requests; want %d failed ones and one that succeeded", c.name, kills, c.times)
+		c.h.Clear()
 	}
 }
 
