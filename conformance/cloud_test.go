@@ -57,6 +57,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(stdioServerEnv) != "" {
 		os.Exit(serveStdioForTests())
 	}
+	if v := os.Getenv(sweepServerEnv); v != "" {
+		os.Exit(serveSweepForTests(v))
+	}
 	if addr := os.Getenv(httpServerEnv); addr != "" {
 		os.Exit(serveHTTPForTests(addr))
 	}

@@ -60,7 +60,11 @@ func TestBrokenVariantChild(t *testing.T) {
 		if ids := focused(name); len(ids) > 0 {
 			filter = strings.Join(ids, " || ")
 		}
-		runKit(t, NewConfig(), childOptions(&RunOptions{LabelFilter: filter}), testSeams{breakage: v.make()})
+		runKit(t, variantConfig(name), childOptions(&RunOptions{LabelFilter: filter}), testSeams{breakage: v.make()})
+		return
+	}
+	if name == sweepCorrect {
+		runKit(t, variantConfig(name), childOptions(&RunOptions{LabelFilter: "cleanup.crash-restart-sweeps"}), testSeams{})
 		return
 	}
 	t.Fatalf("unknown variant %q", name)
@@ -80,5 +84,8 @@ func focused(name string) []string {
 	if ids, ok := focusedSpecs[name]; ok {
 		return ids
 	}
-	return eraFocusedSpecs[name]
+	if ids, ok := eraFocusedSpecs[name]; ok {
+		return ids
+	}
+	return robustnessFocusedSpecs[name]
 }

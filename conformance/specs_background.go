@@ -47,6 +47,12 @@ func backgroundSpecs() []Spec {
 			Body:  specCursorNoLoss,
 		},
 		{
+			ID: "background.max-bytes-backlog", Rules: []string{"BG-2"},
+			Tools: []string{"start_background_command", "get_background_command", "run_command"},
+			Title: "output that piled up past max_bytes before the first read comes back at most max_bytes per read, every byte exactly once",
+			Body:  specMaxBytesBacklog,
+		},
+		{
 			ID: "background.kill", Rules: []string{"BG-3"},
 			Tools: []string{"start_background_command", "get_background_command", "kill_background_command", "run_command"},
 			Title: "kill_background_command with SIGTERM (the default) or SIGKILL answers success true and the command stops",
@@ -146,6 +152,52 @@ func specCursorNoLoss(ctx context.Context, tc *TestContext) {
 	gomega.Expect(all.stderr).To(gomega.Equal(wantErr.String()), "stderr read piecewise from next_cursor: no byte lost or repeated")
 	gomega.Expect(all.last.ExitCode).NotTo(gomega.BeNil())
 	gomega.Expect(*all.last.ExitCode).To(gomega.Equal(0))
+}
+
+// backlogStdoutLines and backlogStderrLines are what the backlog spec's
+// command writes before anything reads it: 2,790 bytes, many times
+// backlogMaxBytes.
+const (
+	backlogStdoutLines = 300
+	backlogStderrLines = 30
+	backlogMaxBytes    = 64
+)
+
+func specMaxBytesBacklog(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	dir := scratchDir("bgbacklog")
+	s.runCommand(ctx, "mkdir -p "+dir)
+	marker := dir + "/written"
+	var wantOut, wantErr strings.Builder
+	for i := 1; i <= backlogStdoutLines; i++ {
+		fmt.Fprintf(&wantOut, "out-%03d\n", i)
+	}
+	for i := 1; i <= backlogStderrLines; i++ {
+		fmt.Fprintf(&wantErr, "err-%03d\n", i)
+	}
+	// The command writes all of its output at once, says so in a file, and
+	// ends: no get_background_command runs before it has ended, so the
+	// first read meets the whole backlog, whatever the timing.
+	id, _ := bgStart(ctx, tc, s, map[string]any{
+		"command": fmt.Sprintf(`for i in $(seq -w 1 %d); do echo out-$i; done; for i in $(seq -w 1 %d); do echo err-0$i >&2; done; touch %s`,
+			backlogStdoutLines, backlogStderrLines, marker),
+	})
+	gomega.Expect(tc.WaitFor(ctx, 10*time.Second, func() bool {
+		return s.runCommand(ctx, "test -f "+marker+" && echo yes || true").Stdout == "yes\n"
+	})).To(gomega.BeTrue(), "the command never finished writing its output")
+	// BG-2: one read returns at most max_bytes of stdout and stderr
+	// together (bgGet checks every read), from the first one on. Reading
+	// from the start until the command has ended makes sure a read meets
+	// the whole backlog, however late its output reached the server.
+	gomega.Expect(tc.WaitFor(ctx, 10*time.Second, func() bool {
+		return !bgGet(ctx, tc, s, id, "", backlogMaxBytes).Running
+	})).To(gomega.BeTrue(), "the command did not end")
+	all := bgReadAll(ctx, tc, s, id, backlogMaxBytes)
+	total := wantOut.Len() + wantErr.Len()
+	gomega.Expect(all.reads).To(gomega.BeNumerically(">=", total/backlogMaxBytes),
+		"%d bytes of backlog read with max_bytes %d took only %d reads", total, backlogMaxBytes, all.reads)
+	gomega.Expect(all.stdout).To(gomega.Equal(wantOut.String()), "stdout read from the backlog in max_bytes pieces: no byte lost or repeated")
+	gomega.Expect(all.stderr).To(gomega.Equal(wantErr.String()), "stderr read from the backlog in max_bytes pieces: no byte lost or repeated")
 }
 
 func specKill(ctx context.Context, tc *TestContext) {

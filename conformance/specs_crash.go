@@ -32,7 +32,8 @@ func crashSpecs() []Spec {
 		Rules: []string{"SESSION-4", "SESSION-1"},
 		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
 		Title: "a server command killed with SIGKILL and started again with the same " + InstanceEnv +
-			" destroys, within the crash bound, every sandbox the dead process owned, and no other",
+			" destroys, within the crash bound, every sandbox the dead process owned, and no other: not another instance's, " +
+			"not an external one the dead process used, not an untagged one",
 		Optional: "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
 		Body:     specCrashRestartSweeps,
 	}}
@@ -46,15 +47,23 @@ func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
 		ginkgo.Skip("the crash spec needs a stdio server command (--server-cmd without --server-url): the kit kills it with SIGKILL and starts it again")
 	}
 	bound := tc.Config.crashBound()
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	instance := InstanceEnv + "=kit-crash-" + hex.EncodeToString(b)
+	instance := crashInstance()
 
+	// What the sweep must not touch (SESSION-4: "and nothing else"): a
+	// sandbox of another live instance of the same server, an external
+	// sandbox the dead process used by ID, and one nobody used.
+	other, _ := crashConnect(ctx, tc, st, crashInstance())
+	othersOwn := other.mustCreate(ctx, nil)
+	untagged := tc.seedExternal()
 	external := tc.seedExternal()
+
 	first, cmd := crashConnect(ctx, tc, st, instance)
+	// A server may sweep at every start: the first one must spare them too.
+	tc.expectSpared(othersOwn, external, untagged, "after the first start")
 	first.mustRun(ctx, "")
 	implicit := tc.ExpectSuccess(first.Call(ctx, "get_sandbox", map[string]any{})).String("sandbox_id")
 	explicit := first.mustCreate(ctx, nil)
+	first.mustRun(ctx, external)
 	owned := []string{implicit, explicit}
 
 	gomega.Expect(cmd.Process.Kill()).To(gomega.Succeed(), "SIGKILL the server command")
@@ -79,10 +88,29 @@ func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
 	gomega.Expect(gone).To(gomega.BeTrue(), "%v after SIGKILL and a restart with the same %s, the dead process's sandboxes %s still run (crash bound %v)",
 		time.Since(killed).Round(time.Millisecond), InstanceEnv, strings.Join(left, ", "), bound)
 	ginkgo.AddReportEntry("SIGKILL to last orphan destroyed", time.Since(killed).Round(time.Millisecond).String())
-	tc.expectUntouched(external, "after the restart's sweep")
+	// A sweep may go on after the last orphan is gone: let the provider
+	// traffic settle before judging what it spared.
+	tc.settle(ctx)
+	tc.expectSpared(othersOwn, external, untagged, "after the restart's sweep")
 	// The new life works: it creates, and its sandbox is its own.
 	fresh := second.mustCreate(ctx, nil)
 	gomega.Expect(tc.live(fresh)).To(gomega.BeTrue())
+}
+
+// expectSpared asserts that a start sweep left another instance's
+// sandbox, an external one and an untagged one alone (SESSION-4).
+func (tc *TestContext) expectSpared(othersOwn, external, untagged, when string) {
+	ginkgo.GinkgoHelper()
+	tc.expectUntouched(othersOwn, when+", another live instance's sandbox")
+	tc.expectUntouched(external, when+", an external sandbox the dead process used")
+	tc.expectUntouched(untagged, when+", a sandbox no server created or used")
+}
+
+// crashInstance returns the environment setting of a fresh instance ID.
+func crashInstance() string {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	return InstanceEnv + "=kit-crash-" + hex.EncodeToString(b)
 }
 
 // crashConnect starts the stdio server command with the instance variable

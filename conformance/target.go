@@ -78,6 +78,12 @@ type shutdownTarget interface {
 	connectShutdown(ctx context.Context, version string) (*clientConn, func(context.Context) error, error)
 }
 
+// httpShutdownTarget is a target that can serve a server of its own over
+// Streamable HTTP and shut it down while calls are in flight.
+type httpShutdownTarget interface {
+	httpShutdownServer() (endpoint string, shutdown func(context.Context) error, err error)
+}
+
 // alternateTarget is a target that can also be reached over a second
 // transport (the in-process reference server over Streamable HTTP).
 type alternateTarget interface {

@@ -236,3 +236,28 @@ func connectHTTP(ctx context.Context, endpoint, version string) (*clientConn, er
 
 // inProcessMaxMessage bounds one JSON-RPC message on the in-process pipe.
 const inProcessMaxMessage = 64 << 20
+
+// httpShutdownServer serves a reference server of its own over Streamable
+// HTTP on a loopback listener (the variant's handler wrapper around it),
+// and returns its endpoint and the function that shuts it down as "serve
+// --http" does on SIGTERM: Server.Shutdown, then the listener's.
+func (t *inProcessTarget) httpShutdownServer() (string, func(context.Context) error, error) {
+	srv, err := t.newServer()
+	if err != nil {
+		return "", nil, err
+	}
+	h := srv.HTTPHandler(t.httpOptions(nil))
+	if b := t.breakage; b != nil && b.handler != nil {
+		h = b.handler(h)
+	}
+	hs := httptest.NewServer(h)
+	shutdown := func(ctx context.Context) error {
+		if b := t.breakage; b != nil && b.onShutdown != nil {
+			b.onShutdown()
+		}
+		err := srv.Shutdown(ctx)
+		hs.Close()
+		return err
+	}
+	return hs.URL + server.MCPPath, shutdown, nil
+}
