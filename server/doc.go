@@ -28,7 +28,9 @@
 //
 // Nothing is lost to a misbehaving provider. Every provider call is bounded
 // (the platform's request timeout, [Limits.FileTimeout], a command's own
-// timeout), so a provider that hangs or drips gives a timeout tool error. A
+// timeout), and a tool call's requests share one deadline, the platform's
+// request timeout, outside the steps with a bound of their own (budget.go),
+// so a provider that hangs or drips gives a timeout tool error within it. A
 // close-time destroy that fails is retried with backoff for
 // [Limits.DestroyRetryFor]; every create carries a [CreateTagKey] metadata
 // value, and when its answer is lost the sandbox it may have made is found

@@ -95,6 +95,7 @@ func RunCommand(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 	}
 	return newTool(def, dataPlane{
+		command: true, // EXEC-1: bounded by its timeout
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
 			return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
 				Cwd:     a.str("cwd"),
@@ -149,6 +150,7 @@ func RunCode(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 	}
 	return newTool(def, dataPlane{
+		command: true, // EXEC-2: bounded by its timeout, its file by FileTimeout
 		check: func(_ *session, a args) error {
 			if _, _, ok := codeInterpreter(a); !ok {
 				return invalidField("language")

@@ -185,7 +185,7 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		}
 		ctx, cancel := sess.bind(ctx)
 		defer cancel()
-		out, err := t.handler(ctx, sess, a)
+		out, err := s.handle(ctx, t, sess, a)
 		if err != nil {
 			return errorResult(toToolError(err)), nil
 		}
@@ -206,7 +206,7 @@ func (s *Server) runModern(ctx context.Context, t Tool, req *mcp.CallToolRequest
 	defer sess.cancel()
 	sess.reg = s.reg // only for finding what a failed create left
 	sess.modern = &modernCall{principal: principalOf(req)}
-	out, err := t.handler(ctx, sess, a)
+	out, err := s.handle(ctx, t, sess, a)
 	if err != nil {
 		return errorResult(toToolError(err))
 	}
@@ -215,6 +215,15 @@ func (s *Server) runModern(ctx context.Context, t Tool, req *mcp.CallToolRequest
 		return errorResult(internalError())
 	}
 	return res
+}
+
+// handle runs a tool's handler within the call's provider deadline: the
+// platform's request timeout for all of the call's provider requests
+// together, both eras alike (budget.go).
+func (s *Server) handle(ctx context.Context, t Tool, sess *session, a args) (any, error) {
+	ctx, cancel := withCallDeadline(ctx, s.deps.Platform.RequestTimeout())
+	defer cancel()
+	return t.handler(ctx, sess, a)
 }
 
 // listTTL is how long a client may cache the tool list and the discover
