@@ -103,7 +103,7 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       s.sdkLogger,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: serverCapabilities(),
 		// TOOLS-4: initialize still negotiates only the 2025 versions (the
 		// SDK never negotiates a sessionless one there); server/discover
 		// lists them all, and -32022 answers any other.
@@ -123,6 +123,24 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 		s.mcp.AddTool(t.Def, s.toolHandler(t))
 	}
 	return s, nil
+}
+
+// serverCapabilities are what server/discover and initialize declare, the
+// same in both eras: tools, and the prompts and resources whose methods the
+// SDK serves for every server (prompts/list, resources/list,
+// resources/templates/list answer empty lists; prompts/get and
+// resources/read, not found). A server that serves them must declare them
+// (MCP 2026-07-28 server/prompts.mdx: "Servers that support prompts MUST
+// declare the prompts capability in their DiscoverResult"; 2025-11-25
+// server/prompts.mdx and server/resources.mdx: "during initialization").
+// None of the lists ever changes, so no listChanged; nothing to subscribe
+// to.
+func serverCapabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{},
+		Prompts:   &mcp.PromptCapabilities{},
+		Resources: &mcp.ResourceCapabilities{},
+	}
 }
 
 // MCPServer returns the underlying *mcp.Server, for transports this package
