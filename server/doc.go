@@ -12,7 +12,8 @@
 // the platform.
 //
 // Every successful result carries structuredContent and the same JSON as one
-// text block (TOOLS-3). Every failure is a tool error (isError) whose one
+// text block (TOOLS-3; an inline download's text leaves out its base64,
+// which travels once). Every failure is a tool error (isError) whose one
 // text block is {"error": {"category", "http_status", "code", "field",
 // "recovery"}} and which carries no structuredContent (ERR-1, ERR-2): the
 // official clients validate any structuredContent against the tool's

@@ -62,6 +62,9 @@ type Server struct {
 
 	// stash holds large tools/call arguments in flight over HTTP.
 	stash argStash
+	// holds are the HTTP requests' reservations of the in-flight budget
+	// for their responses.
+	holds holdBook
 	// httpCalls counts HTTP requests in flight, which shutdown lets finish
 	// before it closes the sessions.
 	httpCalls tracker
@@ -172,6 +175,9 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		if verr != nil {
 			return errorResult(verr), nil
 		}
+		if req.Extra != nil && req.Extra.Header != nil {
+			ctx = withHold(ctx, s.holds.lookup(req.Extra.Header.Get(holdHeader)))
+		}
 		if modernRequest(req) {
 			return s.runModern(ctx, t, req, a), nil
 		}
@@ -207,7 +213,7 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		if err != nil {
 			return errorResult(toToolError(err)), nil
 		}
-		res, err := result(out)
+		res, err := result(out, !knowsStructured(req))
 		if err != nil {
 			return errorResult(internalError()), nil
 		}
@@ -228,7 +234,7 @@ func (s *Server) runModern(ctx context.Context, t Tool, req *mcp.CallToolRequest
 	if err != nil {
 		return errorResult(toToolError(err))
 	}
-	res, err := result(out)
+	res, err := result(out, false) // every modern client reads structuredContent
 	if err != nil {
 		return errorResult(internalError())
 	}
@@ -242,6 +248,14 @@ func (s *Server) handle(ctx context.Context, t Tool, sess *session, a args) (any
 	ctx, cancel := withCallDeadline(ctx, s.deps.Platform.RequestTimeout())
 	defer cancel()
 	return t.handler(ctx, sess, a)
+}
+
+// knowsStructured reports whether a legacy session's protocol version has
+// structuredContent (2025-06-18 and later): a 2025-03-26 client reads only
+// the text block, which then carries the whole result (TOOLS-3).
+func knowsStructured(req *mcp.CallToolRequest) bool {
+	ip := req.Session.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= "2025-06-18"
 }
 
 // listTTL is how long a client may cache the tool list and the discover

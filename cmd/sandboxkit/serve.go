@@ -181,9 +181,10 @@ duplicate member name, data after the JSON value, an id that is not a string
 or an integer, or a batch is refused with a JSON-RPC error (HTTP 400; on
 stdio the line is answered and the session goes on). A message other than
 tools/call, and a tools/call without its arguments, may be at most
---max-envelope-bytes (413 beyond); request bodies held at once across the
-server are bounded by --max-inflight-bytes, and a large request that finds
-no room within 15 s gets 503 with Retry-After.
+--max-envelope-bytes (413 beyond); request bodies and inline download_file
+answers held at once across the server are bounded by --max-inflight-bytes:
+a large request that finds no room within 15 s gets 503 with Retry-After, a
+download the tool error rate_limited (code server_busy).
 
 Examples:
 
@@ -218,7 +219,7 @@ Examples:
 	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
 	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
 	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
-	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes held at once across the HTTP server; a large request waits, then gets 503 (0: no bound)")
+	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes and inline download answers held at once across the HTTP server; a large request waits, then gets 503, a download a rate_limited tool error (0: no bound)")
 	f.DurationVar(&cfg.evictIdle, "evict-idle", server.DefaultEvictIdle, "at a session limit, close the session idle longest if idle this long, to admit a new one (0: never evict)")
 	f.DurationVar(&cfg.readTimeout, "read-timeout", server.DefaultReadTimeout, "longest an HTTP client may take to send a request's headers, and its body (0: no bound)")
 	f.DurationVar(&cfg.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "longest an HTTP client may take to accept each piece of a response (0: no bound)")
