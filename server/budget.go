@@ -14,7 +14,8 @@ import (
 // own runs outside it: a command under its timeout (EXEC-1), a file
 // transfer under [Limits.FileTimeout]; the call's deadline stands still
 // meanwhile, and what was left of it bounds the steps after (the renewal,
-// RENEW-1).
+// RENEW-1). A command's start is provider work, though: it gets what was
+// left (startWithin).
 
 // budgetKey holds, in a call's context, the context the call's deadline
 // was set on: the request's own, without that deadline.
@@ -71,4 +72,25 @@ func (p pausedDeadline) resume() (context.Context, context.CancelFunc) {
 		return context.WithCancel(p.outer)
 	}
 	return withCallDeadline(p.outer, p.left)
+}
+
+// pausedKey holds, in a step's context, what was left of the call's
+// deadline when the step began.
+type pausedKey struct{}
+
+// carry puts what was left of the call's deadline into a step's context:
+// a command's start is provider work the call's deadline bounds, though
+// the command's run is not (startWithin).
+func (p pausedDeadline) carry(ctx context.Context) context.Context {
+	if !p.set {
+		return ctx
+	}
+	return context.WithValue(ctx, pausedKey{}, max(p.left, time.Nanosecond))
+}
+
+// startWithin is what was left of the call's deadline when the step began,
+// or 0 when the call has none.
+func startWithin(ctx context.Context) time.Duration {
+	left, _ := ctx.Value(pausedKey{}).(time.Duration)
+	return left
 }

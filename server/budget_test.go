@@ -136,3 +136,26 @@ func TestCallDeadlineSparesCommands(t *testing.T) {
 		}
 	}
 }
+
+// A command's start is provider work within the call's deadline, though
+// its run is not: with the connect to an external sandbox and the start
+// each answered after 3/5 of the deadline (each alone in time), run_command
+// ends in a timeout tool error, not in the command's result.
+func TestCallDeadlineBoundsCommandStart(t *testing.T) {
+	h := newBudgetHarness(t)
+	owner := h.connect()
+	id := owner.ok("create_sandbox", nil)["sandbox_id"].(string)
+	c := h.connect() // the sandbox is external to this session: reached by connect
+	f := h.fp.InjectFault(fakeprovider.Fault{SandboxID: id, Delay: budgetDeadline * 3 / 5})
+	res, err := c.callErr("run_command", map[string]any{"command": "echo hi", "sandbox_id": id})
+	f.Clear()
+	if err != nil {
+		t.Fatalf("no answer within the test's bound: %v", err)
+	}
+	if !res.IsError {
+		t.Fatalf("succeeded after a connect and a start of 3/5 of the deadline each: %s", resultJSON(t, res))
+	}
+	if te := toolErrorOf(t, "run_command", res); te.Category != sandbox.Timeout || te.Code == codeCommandTimeout {
+		t.Errorf("got %+v, want a provider timeout (not the command's)", te)
+	}
+}

@@ -54,6 +54,9 @@ func sandboxIDExecArg() *jsonschema.Schema {
 func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command string, opts sandbox.CommandOptions) (*execResult, error) {
 	stdout, stderr := newHeadTail(d.Limits.OutputBytes), newHeadTail(d.Limits.OutputBytes)
 	opts.Stdout, opts.Stderr = stdout, stderr
+	// The start is provider work within the call's deadline (budget.go);
+	// the run is bounded by the command's timeout alone (EXEC-1).
+	opts.StartWithin = startWithin(ctx)
 	res, err := r.envd.Run(ctx, command, &opts)
 	if err != nil {
 		var se *sandbox.Error

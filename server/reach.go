@@ -166,7 +166,7 @@ func (p dataPlane) handler(deps *Deps) handlerFunc {
 			bound = deps.Limits.FileTimeout
 		}
 		wctx, cancel := ownBound(ctx, bound)
-		out, err := p.run(wctx, sess, r, a)
+		out, err := p.run(paused.carry(wctx), sess, r, a)
 		cancel()
 		rctx, cancel := paused.resume()
 		defer cancel()
