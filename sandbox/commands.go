@@ -43,6 +43,12 @@ type CommandOptions struct {
 	// internal naming the field "stdout" or "stderr".
 	Stdout io.Writer
 	Stderr io.Writer
+	// StartWithin, when positive and shorter than the platform's request
+	// timeout, bounds the wait for the daemon to report the command's
+	// start instead: a caller with a deadline of its own for its provider
+	// requests (the reference server's per-call deadline) passes what is
+	// left of it.
+	StartWithin time.Duration
 }
 
 // CommandResult is how a finished command ended. A non-zero exit code is a
@@ -110,7 +116,7 @@ func (e *Envd) Run(ctx context.Context, command string, opts *CommandOptions) (*
 	stop := context.AfterFunc(runCtx, cancelStream)
 	defer stop()
 
-	st, err := e.openStream(ctx, op, cancelStream, func() (*ProcessStream, error) {
+	st, err := e.openStreamWithin(ctx, op, opts.StartWithin, cancelStream, func() (*ProcessStream, error) {
 		return e.StartProcess(streamCtx, shellConfig(command, opts.Cwd, opts.Envs, false))
 	})
 	if err != nil {

@@ -49,6 +49,11 @@ type Platform struct {
 	userAgent       string
 }
 
+// RequestTimeout returns the bound on each platform request
+// ([Options.RequestTimeout], or [DefaultRequestTimeout]): the provider
+// deadline.
+func (p *Platform) RequestTimeout() time.Duration { return p.requestTimeout }
+
 // NewPlatform checks the configuration and returns a Platform. Credentials
 // are not read here but at each call, so a missing key is reported by the
 // call that needs it.

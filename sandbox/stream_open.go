@@ -13,7 +13,17 @@ import (
 // stream that opened just as the bound passed is closed, and a process it
 // started is killed. ctx is the caller's context, for that kill only.
 func (e *Envd) openStream(ctx context.Context, op string, cancel context.CancelFunc, open func() (*ProcessStream, error)) (*ProcessStream, error) {
-	timer := time.AfterFunc(e.requestTimeout, cancel)
+	return e.openStreamWithin(ctx, op, 0, cancel, open)
+}
+
+// openStreamWithin is openStream bounded by within instead of the
+// platform's request timeout when within is positive and shorter.
+func (e *Envd) openStreamWithin(ctx context.Context, op string, within time.Duration, cancel context.CancelFunc, open func() (*ProcessStream, error)) (*ProcessStream, error) {
+	bound := e.requestTimeout
+	if within > 0 {
+		bound = min(bound, within)
+	}
+	timer := time.AfterFunc(bound, cancel)
 	st, err := open()
 	if timer.Stop() {
 		return st, err

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"strconv"
 	"strings"
 
@@ -75,13 +76,40 @@ func startFileCommand(ctx context.Context, principal string, r *reached, a args)
 	}
 	envs["SANDBOXKIT_BG_COMMAND"] = a.str("command")
 	envs["SANDBOXKIT_BG_DIR"] = c.dir()
-	st, err := r.envd.StartProcess(ctx, &sandbox.ProcessConfig{Cmd: "/bin/bash", Args: []string{"-l", "-c", bgWrapper},
+	err := startDetached(ctx, r.envd, &sandbox.ProcessConfig{Cmd: "/bin/bash", Args: []string{"-l", "-c", bgWrapper},
 		Envs: envs, Cwd: a.str("cwd"), Tag: c.key})
 	if err != nil {
 		return "", err
 	}
-	_ = st.Close() // the output goes to files; closing the stream leaves the process running
 	return c.id(), nil
+}
+
+// startDetached starts a process that outlives the call. Its stream is
+// opened on a context without the call's deadline, since the daemon ends
+// a process when its stream's deadline passes (Connect-Timeout-Ms); the
+// call's provider deadline (budget.go) bounds only the wait for the start.
+// A process that started just as that deadline passed is killed: the
+// caller gets no command_id for it.
+func startDetached(ctx context.Context, envd *sandbox.Envd, cfg *sandbox.ProcessConfig) error {
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	st, err := envd.StartProcess(sctx, cfg)
+	if stop() {
+		if err != nil {
+			return err
+		}
+		return st.Close() // the output goes to files; closing the stream leaves the process running
+	}
+	// The call's deadline passed, or its client went away, first.
+	if st != nil {
+		_ = st.Close()
+		_ = envd.SendSignal(context.WithoutCancel(ctx), st.Pid(), sandbox.SIGKILL) // a unary call: bounded by the request timeout
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &sandbox.Error{Op: sandbox.OpProcessStart, Category: sandbox.Timeout} // ERR-1
+	}
+	return &sandbox.Error{Op: sandbox.OpProcessStart, Category: sandbox.Unavailable}
 }
 
 // reachFileCommand resolves a modern command_id for principal: its sandbox

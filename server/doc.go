@@ -12,7 +12,8 @@
 // the platform.
 //
 // Every successful result carries structuredContent and the same JSON as one
-// text block (TOOLS-3). Every failure is a tool error (isError) whose one
+// text block (TOOLS-3; an inline download's text leaves out its base64,
+// which travels once). Every failure is a tool error (isError) whose one
 // text block is {"error": {"category", "http_status", "code", "field",
 // "recovery"}} and which carries no structuredContent (ERR-1, ERR-2): the
 // official clients validate any structuredContent against the tool's
@@ -28,7 +29,9 @@
 //
 // Nothing is lost to a misbehaving provider. Every provider call is bounded
 // (the platform's request timeout, [Limits.FileTimeout], a command's own
-// timeout), so a provider that hangs or drips gives a timeout tool error. A
+// timeout), and a tool call's requests share one deadline, the platform's
+// request timeout, outside the steps with a bound of their own (budget.go),
+// so a provider that hangs or drips gives a timeout tool error within it. A
 // close-time destroy that fails is retried with backoff for
 // [Limits.DestroyRetryFor]; every create carries a [CreateTagKey] metadata
 // value, and when its answer is lost the sandbox it may have made is found

@@ -257,7 +257,8 @@ func confirmGone(ctx context.Context, d *Deps, r *reached, err error) error {
 		return err
 	}
 	d.leases.forget(r.id)
-	if _, gerr := d.Platform.GetInfoByID(context.WithoutCancel(ctx), r.id, nil); isNotFound(gerr) {
+	// Within what is left of the call's provider deadline (budget.go).
+	if _, gerr := d.Platform.GetInfoByID(ctx, r.id, nil); isNotFound(gerr) {
 		return gerr
 	}
 	return err

@@ -57,6 +57,7 @@ const (
 	codeTooMany         = "too_many_commands"
 	codeCommandTimeout  = "command_timeout"
 	codeBadBase64       = "invalid_base64"
+	codeServerBusy      = "server_busy"
 
 	hintNoDefault = "This session has no default sandbox; pass sandbox_id, or call create_sandbox first."
 	// hintNoDefaultModern is MODERN-1's recovery, naming create_sandbox.
@@ -67,6 +68,7 @@ const (
 	// hintUnknownCmdModern is HANDLE-3's text for a command_id.
 	hintUnknownCmdModern = "The command_id is unknown, or its sandbox expired or was killed; start the command again with start_background_command."
 	hintTooMany          = "Too many background commands in this session; kill finished ones with kill_background_command."
+	hintServerBusy       = "The server is moving as many bytes as it may at once; retry shortly, ask for fewer bytes (max_bytes), or use transfer \"url\"."
 	hintCmdTimeout       = "The command did not finish within its timeout and was killed; raise timeout (at most 3600 s) or use start_background_command."
 )
 

@@ -54,6 +54,9 @@ func sandboxIDExecArg() *jsonschema.Schema {
 func runShell(ctx context.Context, d *Deps, sess *session, r *reached, command string, opts sandbox.CommandOptions) (*execResult, error) {
 	stdout, stderr := newHeadTail(d.Limits.OutputBytes), newHeadTail(d.Limits.OutputBytes)
 	opts.Stdout, opts.Stderr = stdout, stderr
+	// The start is provider work within the call's deadline (budget.go);
+	// the run is bounded by the command's timeout alone (EXEC-1).
+	opts.StartWithin = startWithin(ctx)
 	res, err := r.envd.Run(ctx, command, &opts)
 	if err != nil {
 		var se *sandbox.Error
@@ -95,6 +98,7 @@ func RunCommand(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 	}
 	return newTool(def, dataPlane{
+		command: true, // EXEC-1: bounded by its timeout
 		run: func(ctx context.Context, sess *session, r *reached, a args) (any, error) {
 			return runShell(ctx, deps, sess, r, a.str("command"), sandbox.CommandOptions{
 				Cwd:     a.str("cwd"),
@@ -149,6 +153,7 @@ func RunCode(deps *Deps) Tool {
 		OutputSchema: execOutputSchema(deps.Limits.OutputBytes),
 	}
 	return newTool(def, dataPlane{
+		command: true, // EXEC-2: bounded by its timeout, its file by FileTimeout
 		check: func(_ *session, a args) error {
 			if _, _, ok := codeInterpreter(a); !ok {
 				return invalidField("language")

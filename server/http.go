@@ -105,8 +105,10 @@ type HTTPOptions struct {
 	// tools/call (413 beyond). Zero means [DefaultMaxEnvelopeBytes].
 	MaxEnvelopeBytes int64
 	// MaxInFlightBytes bounds the request bytes held at once across the
-	// server; a large request waits up to InFlightWait for room, then is
-	// refused with 503 and Retry-After. Zero means
+	// server, and the answers of inline downloads until they are written
+	// (responsehold.go); a large request waits up to InFlightWait for
+	// room, then is refused with 503 and Retry-After, a download with a
+	// rate_limited tool error. Zero means
 	// [DefaultMaxInFlightBytes] (raised to MaxRequestBodyBytes if that is
 	// larger); negative means no bound.
 	MaxInFlightBytes int64
@@ -254,6 +256,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		defer s.releasePost(p)
+		defer s.holdResponse(r, budget)()
 		r.Body = io.NopCloser(bytes.NewReader(p.body))
 		r.ContentLength = int64(len(p.body))
 		// Shutdown lets the requests the SDK is handling answer first.
@@ -299,8 +302,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 			return
 		}
 		// HANDLE-1: the tool handler reads the principal from here; a
-		// value the client sent is replaced.
+		// value the client sent is replaced. The response hold is the
+		// front end's to name (holdResponse), never the client's.
 		r.Header.Set(principalHeader, principal)
+		r.Header.Del(holdHeader)
 		if len(keys) > 0 {
 			withUser.ServeHTTP(w, r)
 			return
@@ -334,11 +339,22 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptio
 		return
 	}
 	defer s.releasePost(p)
+	defer s.holdResponse(r, budget)()
 	r.Body = io.NopCloser(bytes.NewReader(p.body))
 	r.ContentLength = int64(len(p.body))
 	s.httpCalls.add()
 	defer s.httpCalls.done()
 	stateless.ServeHTTP(w, r)
+}
+
+// holdResponse opens the request's hold on the in-flight budget for its
+// response (responsehold.go) and names it in [holdHeader]; the returned
+// function, called once the SDK has written the response, gives back what
+// the hold reserved.
+func (s *Server) holdResponse(r *http.Request, budget *byteBudget) func() {
+	tok, h := s.holds.open(budget)
+	r.Header.Set(holdHeader, tok)
+	return func() { s.holds.close(tok, h) }
 }
 
 // refuseSession answers a request that would open a session beyond a cap:

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
@@ -129,16 +130,22 @@ type dataPlane struct {
 	// check, when set, runs before the sandbox is reached: an error from it
 	// reaches, creates and renews nothing.
 	check func(sess *session, a args) error
-	// fileOp bounds run's context by Limits.FileTimeout: the tool's work is
-	// one file operation. A tool that also runs a command bounds only its
-	// file step, with [fileContext].
+	// fileOp bounds run's context by Limits.FileTimeout instead of the
+	// call's provider deadline (budget.go): the tool's work is one file
+	// operation.
 	fileOp bool
+	// command: run runs a command, bounded by its own timeout (EXEC-1)
+	// instead of the call's provider deadline; a file step of its own
+	// takes [fileContext].
+	command bool
 	// run does the tool's work on the reached sandbox.
 	run func(ctx context.Context, sess *session, r *reached, a args) (any, error)
 }
 
 // handler reaches the sandbox (RENEW-2, SESSION-2), runs the tool, and
-// then renews an owned sandbox whatever the tool's outcome (RENEW-1).
+// then renews an owned sandbox whatever the tool's outcome (RENEW-1). The
+// reach and the renewal share the call's provider deadline; work with a
+// bound of its own (a file operation, a command) runs outside it.
 func (p dataPlane) handler(deps *Deps) handlerFunc {
 	return func(ctx context.Context, sess *session, a args) (any, error) {
 		if p.check != nil {
@@ -150,21 +157,27 @@ func (p dataPlane) handler(deps *Deps) handlerFunc {
 		if err != nil {
 			return nil, err
 		}
-		return renewed(ctx, deps, sess, r, func() (any, error) {
-			if p.fileOp {
-				fctx, cancel := fileContext(ctx, deps)
-				defer cancel()
-				return p.run(fctx, sess, r, a)
-			}
-			return p.run(ctx, sess, r, a)
-		})
+		if !p.fileOp && !p.command {
+			return renewed(ctx, deps, sess, r, func() (any, error) { return p.run(ctx, sess, r, a) })
+		}
+		paused := pauseCallDeadline(ctx)
+		bound := time.Duration(0) // a command: its own timeout
+		if p.fileOp {
+			bound = deps.Limits.FileTimeout
+		}
+		wctx, cancel := ownBound(ctx, bound)
+		out, err := p.run(paused.carry(wctx), sess, r, a)
+		cancel()
+		rctx, cancel := paused.resume()
+		defer cancel()
+		return renewed(rctx, deps, sess, r, func() (any, error) { return out, err })
 	}
 }
 
 // renewed runs a tool's work on a sandbox it has reached, then renews the
 // sandbox when this session owns it, whatever the work's outcome (RENEW-1),
-// with the call's own context (the work's file timeout has been released
-// by then). The background tools that read or signal a command use it with
+// with ctx (the call's context: the work's own bound has been released by
+// then). The background tools that read or signal a command use it with
 // the sandbox the command was started in.
 func renewed(ctx context.Context, deps *Deps, sess *session, r *reached, work func() (any, error)) (_ any, err error) {
 	defer func() {
@@ -176,7 +189,8 @@ func renewed(ctx context.Context, deps *Deps, sess *session, r *reached, work fu
 	return work()
 }
 
-// fileContext bounds one file operation in a sandbox by Limits.FileTimeout.
+// fileContext bounds one file operation in a sandbox by Limits.FileTimeout,
+// in place of the call's provider deadline (budget.go).
 func fileContext(ctx context.Context, deps *Deps) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, deps.Limits.FileTimeout)
+	return ownBound(ctx, deps.Limits.FileTimeout)
 }

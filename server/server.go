@@ -62,6 +62,9 @@ type Server struct {
 
 	// stash holds large tools/call arguments in flight over HTTP.
 	stash argStash
+	// holds are the HTTP requests' reservations of the in-flight budget
+	// for their responses.
+	holds holdBook
 	// httpCalls counts HTTP requests in flight, which shutdown lets finish
 	// before it closes the sessions.
 	httpCalls tracker
@@ -103,7 +106,7 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: name, Version: version}, &mcp.ServerOptions{
 		Instructions: instructions,
 		Logger:       s.sdkLogger,
-		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{}},
+		Capabilities: serverCapabilities(),
 		// TOOLS-4: initialize still negotiates only the 2025 versions (the
 		// SDK never negotiates a sessionless one there); server/discover
 		// lists them all, and -32022 answers any other.
@@ -123,6 +126,24 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 		s.mcp.AddTool(t.Def, s.toolHandler(t))
 	}
 	return s, nil
+}
+
+// serverCapabilities are what server/discover and initialize declare, the
+// same in both eras: tools, and the prompts and resources whose methods the
+// SDK serves for every server (prompts/list, resources/list,
+// resources/templates/list answer empty lists; prompts/get and
+// resources/read, not found). A server that serves them must declare them
+// (MCP 2026-07-28 server/prompts.mdx: "Servers that support prompts MUST
+// declare the prompts capability in their DiscoverResult"; 2025-11-25
+// server/prompts.mdx and server/resources.mdx: "during initialization").
+// None of the lists ever changes, so no listChanged; nothing to subscribe
+// to.
+func serverCapabilities() *mcp.ServerCapabilities {
+	return &mcp.ServerCapabilities{
+		Tools:     &mcp.ToolCapabilities{},
+		Prompts:   &mcp.PromptCapabilities{},
+		Resources: &mcp.ResourceCapabilities{},
+	}
 }
 
 // MCPServer returns the underlying *mcp.Server, for transports this package
@@ -153,6 +174,9 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		a, verr := t.validate(raw)
 		if verr != nil {
 			return errorResult(verr), nil
+		}
+		if req.Extra != nil && req.Extra.Header != nil {
+			ctx = withHold(ctx, s.holds.lookup(req.Extra.Header.Get(holdHeader)))
 		}
 		if modernRequest(req) {
 			return s.runModern(ctx, t, req, a), nil
@@ -185,11 +209,11 @@ func (s *Server) toolHandler(t Tool) mcp.ToolHandler {
 		}
 		ctx, cancel := sess.bind(ctx)
 		defer cancel()
-		out, err := t.handler(ctx, sess, a)
+		out, err := s.handle(ctx, t, sess, a)
 		if err != nil {
 			return errorResult(toToolError(err)), nil
 		}
-		res, err := result(out)
+		res, err := result(out, !knowsStructured(req))
 		if err != nil {
 			return errorResult(internalError()), nil
 		}
@@ -206,15 +230,32 @@ func (s *Server) runModern(ctx context.Context, t Tool, req *mcp.CallToolRequest
 	defer sess.cancel()
 	sess.reg = s.reg // only for finding what a failed create left
 	sess.modern = &modernCall{principal: principalOf(req)}
-	out, err := t.handler(ctx, sess, a)
+	out, err := s.handle(ctx, t, sess, a)
 	if err != nil {
 		return errorResult(toToolError(err))
 	}
-	res, err := result(out)
+	res, err := result(out, false) // every modern client reads structuredContent
 	if err != nil {
 		return errorResult(internalError())
 	}
 	return res
+}
+
+// handle runs a tool's handler within the call's provider deadline: the
+// platform's request timeout for all of the call's provider requests
+// together, both eras alike (budget.go).
+func (s *Server) handle(ctx context.Context, t Tool, sess *session, a args) (any, error) {
+	ctx, cancel := withCallDeadline(ctx, s.deps.Platform.RequestTimeout())
+	defer cancel()
+	return t.handler(ctx, sess, a)
+}
+
+// knowsStructured reports whether a legacy session's protocol version has
+// structuredContent (2025-06-18 and later): a 2025-03-26 client reads only
+// the text block, which then carries the whole result (TOOLS-3).
+func knowsStructured(req *mcp.CallToolRequest) bool {
+	ip := req.Session.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= "2025-06-18"
 }
 
 // listTTL is how long a client may cache the tool list and the discover

@@ -231,14 +231,29 @@ func (a args) strMap(name string) map[string]string {
 // its JSON: encoding/json re-validates and compacts every json.RawMessage
 // (and every Marshaler's output) it writes, which for a download is a scan
 // of megabytes per marshal, while a plain struct's string field is written
-// straight out. Its JSON is the result's one text block, so scrubbing the
-// text scrubs it too.
+// straight out.
 type textMirrored interface{ textMirrored() }
 
-// result builds a successful result: structuredContent and the same JSON as
-// one text block (TOOLS-3). A textMirrored value is passed as itself.
-func result(v any) (*mcp.CallToolResult, error) {
-	data, err := json.Marshal(v)
+// textShort is a result whose text block leaves out a bulky member that
+// structuredContent carries (TOOLS-3: an inline download's data_base64,
+// which would otherwise travel twice); textForm is the value whose JSON
+// the text block holds. A textShort value is textMirrored too: it goes to
+// the SDK as itself, and is marshalled once, by the SDK.
+type textShort interface {
+	textMirrored
+	textForm() any
+}
+
+// result builds a successful result: structuredContent and its JSON as one
+// text block (TOOLS-3). A textMirrored value is passed as itself. A
+// textShort value's text block holds its textForm instead, unless all is
+// set (a client that reads only the text block).
+func result(v any, all bool) (*mcp.CallToolResult, error) {
+	text := v
+	if ts, ok := v.(textShort); ok && !all {
+		text = ts.textForm()
+	}
+	data, err := json.Marshal(text)
 	if err != nil {
 		return nil, err
 	}

@@ -140,6 +140,18 @@ type downloadResult struct {
 
 func (downloadResult) textMirrored() {}
 
+// textForm is the text block of an inline download: the result without
+// data_base64, which structuredContent alone carries (TOOLS-3), so that
+// the bytes travel once.
+func (d downloadResult) textForm() any {
+	return struct {
+		Path      string `json:"path"`
+		Size      int    `json:"size"`
+		SHA256    string `json:"sha256"`
+		Truncated bool   `json:"truncated"`
+	}{d.Path, d.Size, d.SHA256, d.Truncated}
+}
+
 // DownloadFile is download_file (BIN-2): a file's bytes in standard base64,
 // up to max_bytes; or, with transfer "url", a signed URL to read them from
 // (BIN-3).
@@ -184,10 +196,19 @@ func DownloadFile(deps *Deps) Tool {
 			if a.wantsURL() {
 				return downloadURL(ctx, deps, r, path) // BIN-3
 			}
-			data, truncated, err := r.envd.ReadFile(ctx, path, a.integer("max_bytes", int64(deps.Limits.TransferBytes)))
+			maxBytes := a.integer("max_bytes", int64(deps.Limits.TransferBytes))
+			// The answer's base64 counts against the in-flight budget
+			// until the response is written (responsehold.go).
+			shrink, err := reserveResponse(ctx, int64(base64.StdEncoding.EncodedLen(int(maxBytes))))
 			if err != nil {
 				return nil, err
 			}
+			data, truncated, err := r.envd.ReadFile(ctx, path, maxBytes)
+			if err != nil {
+				shrink(0)
+				return nil, err
+			}
+			shrink(int64(base64.StdEncoding.EncodedLen(len(data))))
 			return downloadResult{path, len(data), sha256Hex(data), base64.StdEncoding.EncodeToString(data), truncated}, nil
 		},
 	}.handler(deps))

@@ -124,11 +124,11 @@ in it) that accepts a plain POST of the bytes, or serves them to a plain GET,
 until expires_at, --transfer-url-ttl from the call. A sandbox without an
 access token gets a tool error instead.
 
-Provider outages. Every control-plane request, and every in-sandbox request
-that has no longer bound of its own, must be answered within
---provider-timeout; file transfers within --file-timeout; a command within its
-own timeout. A provider that hangs, or answers a byte at a time, gives the
-tool a timeout error. A close-time destroy that fails is retried with backoff
+Provider outages. A tool call's control-plane requests, and its in-sandbox
+requests that have no longer bound of their own, must all be answered within
+--provider-timeout, together (one deadline per call, not per request); file
+transfers within --file-timeout; a command within its own timeout. A provider
+that hangs, or answers a byte at a time, gives the tool a timeout error. A close-time destroy that fails is retried with backoff
 for --destroy-retry; a create whose answer is lost is followed by a search for
 the sandbox it may have made (every sandbox carries the metadata tag
 sandboxkit_create), which is then destroyed. A sandbox that still could not be
@@ -181,9 +181,10 @@ duplicate member name, data after the JSON value, an id that is not a string
 or an integer, or a batch is refused with a JSON-RPC error (HTTP 400; on
 stdio the line is answered and the session goes on). A message other than
 tools/call, and a tools/call without its arguments, may be at most
---max-envelope-bytes (413 beyond); request bodies held at once across the
-server are bounded by --max-inflight-bytes, and a large request that finds
-no room within 15 s gets 503 with Retry-After.
+--max-envelope-bytes (413 beyond); request bodies and inline download_file
+answers held at once across the server are bounded by --max-inflight-bytes:
+a large request that finds no room within 15 s gets 503 with Retry-After, a
+download the tool error rate_limited (code server_busy).
 
 Examples:
 
@@ -209,7 +210,7 @@ Examples:
 	f.StringVar(&cfg.tokensFile, "tokens-file", "", "file of HTTP bearer tokens and their principals: lines \"PRINCIPAL TOKEN\", or a JSON object {\"PRINCIPAL\": \"TOKEN\"}; another principal's sandboxes and command_ids are not_found")
 	f.Int64Var(&cfg.maxBodyBytes, "max-request-bytes", 0, "largest HTTP request body accepted (0: room for the largest upload)")
 	f.DurationVar(&cfg.shutdownWait, "shutdown-timeout", 60*time.Second, "how long shutdown waits for owned sandboxes to be destroyed")
-	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest wait for the provider to answer one request (control plane, and in-sandbox calls without a bound of their own)")
+	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest a tool call waits for the provider, all its requests together (control plane, and in-sandbox calls without a bound of their own)")
 	f.DurationVar(&cfg.fileTimeout, "file-timeout", server.DefaultFileTimeout, "longest one file operation in a sandbox may take (read, write, list, upload, download)")
 	f.DurationVar(&cfg.transferURLTTL, "transfer-url-ttl", server.DefaultTransferURLTTL, "how long the signed URL of upload_file / download_file with transfer \"url\" stays valid (1s to 1h)")
 	f.DurationVar(&cfg.destroyRetry, "destroy-retry", server.DefaultDestroyRetryFor, "how long a failed close-time destroy is retried, with backoff, before the sandbox is reported as not destroyed (0: no retry)")
@@ -218,7 +219,7 @@ Examples:
 	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
 	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
 	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
-	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes held at once across the HTTP server; a large request waits, then gets 503 (0: no bound)")
+	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes and inline download answers held at once across the HTTP server; a large request waits, then gets 503, a download a rate_limited tool error (0: no bound)")
 	f.DurationVar(&cfg.evictIdle, "evict-idle", server.DefaultEvictIdle, "at a session limit, close the session idle longest if idle this long, to admit a new one (0: never evict)")
 	f.DurationVar(&cfg.readTimeout, "read-timeout", server.DefaultReadTimeout, "longest an HTTP client may take to send a request's headers, and its body (0: no bound)")
 	f.DurationVar(&cfg.writeTimeout, "write-timeout", server.DefaultWriteTimeout, "longest an HTTP client may take to accept each piece of a response (0: no bound)")

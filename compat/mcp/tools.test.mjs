@@ -49,7 +49,15 @@ async function ok(client, name, args) {
   const result = await call(client, name, args);
   assert.notEqual(result.isError, true, `${name}(${JSON.stringify(args)}): unexpected tool error ${JSON.stringify(result.content)}`);
   assert.equal(typeof result.structuredContent, 'object', `${name}: no structuredContent`);
-  assert.deepEqual(JSON.parse(textOf(name, result)), result.structuredContent, `${name}: text block differs from structuredContent`);
+  const fromText = JSON.parse(textOf(name, result));
+  let expected = result.structuredContent;
+  if (name === 'download_file' && !('data_base64' in fromText)) {
+    // TOOLS-3: an inline download's text leaves out data_base64, which
+    // travels once, in structuredContent.
+    const { data_base64: _bytes, ...rest } = expected;
+    expected = rest;
+  }
+  assert.deepEqual(fromText, expected, `${name}: text block differs from structuredContent`);
   return result.structuredContent;
 }
 
