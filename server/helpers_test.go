@@ -63,6 +63,8 @@ type harnessOptions struct {
 	// unresolved: the test leaves sandboxes the server could not destroy,
 	// so Shutdown reports them.
 	unresolved bool
+	// now is the server's clock (Deps.Now); nil: the system clock.
+	now func() time.Time
 }
 
 func newHarness(t *testing.T, o *harnessOptions) *harness {
@@ -98,7 +100,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
+	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Now: o.now, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
