@@ -106,7 +106,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	h := &harness{t: t, fp: fp, srv: srv, logs: logs}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil && !o.unresolved {
 			t.Errorf("Shutdown: %v", err)

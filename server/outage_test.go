@@ -103,7 +103,7 @@ func TestShutdownAbandonsRetries(t *testing.T) {
 		t.Errorf("unresolved %+v", u)
 	}
 	// The retry goroutine has returned: cleanups are idle.
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), hangGuard)
 	defer wcancel()
 	if err := h.srv.reg.cleanups.wait(wctx); err != nil {
 		t.Errorf("cleanups still running: %v", err)
