@@ -163,9 +163,15 @@ func TestInFlightBudget(t *testing.T) {
 	}
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n{",
 		MCPPath, strings.TrimPrefix(ts.URL, "http://"), id, 1<<20)
-	time.Sleep(100 * time.Millisecond)
 	big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/tmp/a","content":"` + strings.Repeat("c", 100<<10) + `"}}}`
-	resp, body := rawPost(t, hc, ts.URL, id, strings.NewReader(big), nil)
+	// Once the held body has reached the server (no sleep decides when),
+	// a large request is refused; before that it is served.
+	var resp *http.Response
+	var body []byte
+	waitFor(t, "a large request refused while the budget is held", func() bool {
+		resp, body = rawPost(t, hc, ts.URL, id, strings.NewReader(big), nil)
+		return resp.StatusCode != http.StatusOK
+	})
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("status %d (Retry-After %q), want 503 with Retry-After: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
