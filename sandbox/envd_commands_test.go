@@ -373,7 +373,7 @@ func TestBackground_BoundedBufferAndKill(t *testing.T) {
 	if err := p2.Kill(ctx, sandbox.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	exit, err = p2.Wait(wctx)
 	if err != nil || exit.Exited {

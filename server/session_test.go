@@ -67,7 +67,7 @@ func TestSessionCleanup(t *testing.T) {
 		sess := b.session()
 		h.srv.reg.end(sess)
 		h.srv.reg.end(sess)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		if err := h.srv.Shutdown(ctx); err != nil {
 			t.Fatal(err)
@@ -228,7 +228,7 @@ func TestCloseDuringCompletedSetTimeout(t *testing.T) {
 		t.Errorf("TIMEOUT-5: session record rebuilt: %s", got)
 	}
 	holdKill.Release()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := h.srv.reg.cleanups.wait(ctx); err != nil {
 		t.Fatal(err)
