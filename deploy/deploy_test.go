@@ -26,10 +26,13 @@ import (
 // requiredEnv makes a missing haproxy a failure instead of a skip (CI).
 const requiredEnv = "SANDBOXKIT_DEPLOY_REQUIRED"
 
-// orphanBound is the longest a dead replica's sandboxes may outlive it in
-// this test: the replica is started again at once under its instance ID
-// (as an orchestrator restarts a pod) and sweeps before it serves.
-const orphanBound = 30 * time.Second
+// hangGuard bounds the tests' waits. It only turns a hang into a failure:
+// no test passes or fails on how long something took (CI may be busy).
+// What the tests assert instead is causal: a restarted replica sweeps
+// before it listens, so its previous life's sandboxes are gone once it
+// listens; a replica that is not restarted leaves sandboxes whose platform
+// end is at most the owner lease after the kill.
+const hangGuard = 2 * time.Minute
 
 // ownerLease is the replicas' --owner-lease in the crash test: a replica
 // killed and never started again leaves sandboxes that end within it.
@@ -143,7 +146,7 @@ func (p *proc) kill() {
 // waitListening waits until addr accepts TCP connections.
 func waitListening(t *testing.T, p *proc, addr string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
@@ -315,15 +318,16 @@ func useDefault(ctx context.Context, cs *mcp.ClientSession) (string, error) {
 // TestReplicaKilledBehindHAProxy spreads many sessions over two replicas
 // through HAProxy, each keeping its default sandbox; kills one replica
 // with SIGKILL mid-session and starts it again under its instance ID, as an
-// orchestrator would. The dead replica's sandboxes must be destroyed within
-// orphanBound, the survivor's sessions must go on untouched, and a lost
-// session must get 404 "session not found", never another session's state.
-// Last, the survivor is killed too and never comes back: its owner lease
-// must end its sandboxes within the lease.
+// orchestrator would. The dead replica's sandboxes must be gone by the time
+// it listens again (it sweeps before it serves), the survivor's sessions
+// must go on untouched, and a lost session must get 404 "session not
+// found", never another session's state. Last, the survivor is killed too
+// and never comes back: its owner lease must end its sandboxes within the
+// lease, which the platform's recorded end shows.
 func TestReplicaKilledBehindHAProxy(t *testing.T) {
 	haproxy := needHAProxy(t)
 	c := startCluster(t, haproxy)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang guard
 	defer cancel()
 
 	const sessions = 24
@@ -379,12 +383,16 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 	for _, s := range all {
 		if s.replica == 0 {
 			go func() {
-				_, err := call(ctx, s.cs, "run_command", map[string]any{"command": "sleep 20"})
+				// Outlasts the hang guard: only the kill can end this call.
+				_, err := call(ctx, s.cs, "run_command", map[string]any{"command": "sleep 3600"})
 				inFlight <- err
 			}()
 			break
 		}
 	}
+	// Gives the command a moment to be in flight; if it is not yet, it
+	// meets a dead replica and fails all the same (this never decides
+	// the verdict).
 	time.Sleep(300 * time.Millisecond)
 	killed := time.Now()
 	c.replicas[0].kill()
@@ -393,25 +401,19 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 		if err == nil {
 			t.Error("a command in flight on the killed replica succeeded")
 		}
-	case <-time.After(15 * time.Second):
-		t.Error("a command in flight on the killed replica did not fail within 15 s")
+	case <-time.After(hangGuard):
+		t.Errorf("a command in flight on the killed replica had not failed %v later", hangGuard)
 	}
 	if n := len(c.owned(ctx, "replica-0")); n != count[0] {
 		t.Fatalf("after SIGKILL %d of replica-0's sandboxes are listed, want all %d still running (nothing cleaned up)", n, count[0])
 	}
+	// The restarted replica sweeps before it listens: once it listens, its
+	// previous life's sandboxes are gone.
 	c.startReplica(0)
-	var lastGone time.Duration
-	for {
-		if len(c.owned(ctx, "replica-0")) == 0 {
-			lastGone = time.Since(killed)
-			break
-		}
-		if time.Since(killed) > orphanBound {
-			t.Fatalf("replica-0's sandboxes still run %v after SIGKILL (bound %v)", time.Since(killed), orphanBound)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if left := c.owned(ctx, "replica-0"); len(left) != 0 {
+		t.Fatalf("replica-0 listens again with %d of its previous life's %d sandboxes still running: no sweep before serving", len(left), count[0])
 	}
-	t.Logf("SIGKILL to last orphan destroyed: %v (%d orphans; bound %v)", lastGone.Round(time.Millisecond), count[0], orphanBound)
+	t.Logf("SIGKILL to restarted replica listening with its orphans destroyed: %v (%d orphans)", time.Since(killed).Round(time.Millisecond), count[0])
 	if !strings.Contains(c.replicas[0].out.String(), "start sweep done") {
 		t.Errorf("the restarted replica did not log its start sweep:\n%s", c.replicas[0].out.String())
 	}
@@ -448,18 +450,30 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 		}
 	}
 	// The survivor dies too and nobody starts it again: the lease ends its
-	// sandboxes. Its sessions have been idle for a moment already.
-	n := len(c.owned(ctx, "replica-1"))
+	// sandboxes. The contract's bound is checked on the platform's record,
+	// not by watching a clock: with no renewal after the kill, each
+	// sandbox's end is at most the owner lease after it (the fake platform
+	// and this test read the same system clock). The wait for the platform
+	// to end them is only hang-guarded.
 	killed = time.Now()
 	c.replicas[1].kill()
-	for len(c.owned(ctx, "replica-1")) > 0 {
-		if time.Since(killed) > ownerLease+2*time.Second {
-			t.Fatalf("replica-1's %d sandboxes still run %v after SIGKILL without restart (owner lease %v)", n, time.Since(killed), ownerLease)
+	infos, err := c.platform.List(ctx, &sandbox.ListOptions{Metadata: map[string]string{server.InstanceTagKey: "replica-1"}})
+	listed := time.Now()
+	if err != nil {
+		t.Fatalf("list replica-1's sandboxes: %v", err)
+	}
+	for _, in := range infos {
+		if in.EndAt == nil || in.EndAt.After(listed.Add(ownerLease)) {
+			t.Errorf("replica-1's sandbox %s ends at %v, more than the owner lease %v after the kill (listed at %v)", in.SandboxID, in.EndAt, ownerLease, listed)
 		}
-		time.Sleep(50 * time.Millisecond)
+	}
+	for deadline := time.Now().Add(hangGuard); len(c.owned(ctx, "replica-1")) > 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica-1's %d sandboxes still run %v after SIGKILL without restart (owner lease %v)", len(infos), hangGuard, ownerLease)
+		}
 	}
 	t.Logf("SIGKILL without restart to last orphan ended by the platform: %v (%d orphans; owner lease %v)",
-		time.Since(killed).Round(time.Millisecond), n, ownerLease)
+		time.Since(killed).Round(time.Millisecond), len(infos), ownerLease)
 }
 
 // rawCall posts a tools/call for get_sandbox with a session ID and returns
@@ -491,8 +505,9 @@ const soakEnv = "SANDBOXKIT_DEPLOY_SOAK"
 // TestSoakReplicaKills keeps sessions busy through HAProxy while the
 // replicas are killed with SIGKILL in turn and started again under their
 // instance IDs, for $SANDBOXKIT_DEPLOY_SOAK rounds. After each kill the dead
-// life's sandboxes must be gone within orphanBound; at the end, with every
-// session closed, the provider must hold no sandbox at all.
+// life's sandboxes must be gone once the restarted replica listens (it
+// sweeps before it serves); at the end, with every session closed, the
+// provider must hold no sandbox at all.
 func TestSoakReplicaKills(t *testing.T) {
 	rounds := 0
 	if v := os.Getenv(soakEnv); v != "" {
@@ -568,12 +583,10 @@ func TestSoakReplicaKills(t *testing.T) {
 		orphans += len(c.owned(ctx, instance))
 		c.startReplica(i)
 		// The new life's sandboxes carry the same instance ID: what
-		// started before the kill belonged to the dead one.
-		for !c.sweptSince(ctx, instance, killed) {
-			if time.Since(killed) > orphanBound {
-				t.Fatalf("round %d: %s's previous life's sandboxes still run %v after SIGKILL", round, instance, time.Since(killed))
-			}
-			time.Sleep(20 * time.Millisecond)
+		// started before the kill belonged to the dead one, and the new
+		// life swept it before it listened.
+		if !c.sweptSince(ctx, instance, killed) {
+			t.Fatalf("round %d: %s listens again with its previous life's sandboxes still running", round, instance)
 		}
 		worst = max(worst, time.Since(killed))
 	}

@@ -19,7 +19,19 @@ type connectDaemon struct{ http.Handler }
 
 func (connectDaemon) Close() {}
 
-func newConnectDaemon(fakeprovider.DaemonConfig) fakeprovider.Daemon {
+// newConnectDaemon is a stub daemon whose Start streams three events at
+// once.
+func newConnectDaemon(c fakeprovider.DaemonConfig) fakeprovider.Daemon {
+	return newGatedConnectDaemon(nil)(c)
+}
+
+// newGatedConnectDaemon is newConnectDaemon whose Start waits on gate
+// before each event after the first (a nil gate never waits).
+func newGatedConnectDaemon(gate <-chan struct{}) func(fakeprovider.DaemonConfig) fakeprovider.Daemon {
+	return func(fakeprovider.DaemonConfig) fakeprovider.Daemon { return connectDaemon{connectMux(gate)} }
+}
+
+func connectMux(gate <-chan struct{}) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("/process.Process/Start", connect.NewServerStreamHandler("/process.Process/Start",
 		func(ctx context.Context, req *connect.Request[envdapi.StartRequest], st *connect.ServerStream[envdapi.StartResponse]) error {
@@ -29,9 +41,9 @@ func newConnectDaemon(fakeprovider.DaemonConfig) fakeprovider.Daemon {
 				{End: &envdapi.EndEvent{Exited: true, Status: "exit status 0"}},
 			}
 			for i, ev := range events {
-				if i > 0 {
+				if i > 0 && gate != nil {
 					select {
-					case <-time.After(50 * time.Millisecond):
+					case <-gate:
 					case <-ctx.Done():
 						return ctx.Err()
 					}
@@ -46,36 +58,37 @@ func newConnectDaemon(fakeprovider.DaemonConfig) fakeprovider.Daemon {
 		func(context.Context, *connect.Request[envdapi.ListRequest]) (*connect.Response[envdapi.ListResponse], error) {
 			return nil, connect.NewError(connect.CodeNotFound, nil)
 		}, connect.WithCodec(envdapi.Codec{})))
-	return connectDaemon{mux}
+	return mux
 }
 
 func TestRoundTripper_ConnectStream(t *testing.T) {
-	f := newFixture(t, &fakeprovider.Options{NewDaemon: newConnectDaemon})
+	// The daemon sends each event after the first only once the client has
+	// received the one before (it opens the gate): events sent together at
+	// the end would hang until the guard.
+	gate := make(chan struct{}, 3)
+	f := newFixture(t, &fakeprovider.Options{NewDaemon: newGatedConnectDaemon(gate)})
 	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
 	domain, _ := f.p.Domain(id)
 	base := "https://49983-" + id + "." + domain
 
 	start := connect.NewClient[envdapi.StartRequest, envdapi.StartResponse](f.hc, base+"/process.Process/Start", connect.WithCodec(envdapi.Codec{}))
-	begin := time.Now()
-	st, err := start.CallServerStream(context.Background(), connect.NewRequest(&envdapi.StartRequest{Process: envdapi.ProcessConfig{Cmd: "echo"}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer time.AfterFunc(hangGuard, cancel).Stop()
+	st, err := start.CallServerStream(ctx, connect.NewRequest(&envdapi.StartRequest{Process: envdapi.ProcessConfig{Cmd: "echo"}}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	var at []time.Duration
 	var got []envdapi.ProcessEvent
 	for st.Receive() {
-		at = append(at, time.Since(begin))
 		got = append(got, st.Msg().Event)
+		gate <- struct{}{}
 	}
 	if err := st.Err(); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%v after %d events (an event held back until the end never opens its gate)", err, len(got))
 	}
 	if len(got) != 3 || got[0].Start == nil || got[0].Start.Pid != 42 || string(got[1].Data.Stdout) != "echo" || got[2].End == nil {
 		t.Fatalf("events %+v", got)
-	}
-	if at[2]-at[0] < 80*time.Millisecond {
-		t.Errorf("events arrived together: %v", at)
 	}
 
 	list := connect.NewClient[envdapi.ListRequest, envdapi.ListResponse](f.hc, base+"/process.Process/List", connect.WithCodec(envdapi.Codec{}))

@@ -66,7 +66,7 @@ func TestServer_ServesAndCountsConnections(t *testing.T) {
 		t.Errorf("OpenConnections = %d with one idle keep-alive connection, want 1", n)
 	}
 	tr.CloseIdleConnections()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for srv.OpenConnections() != 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("OpenConnections = %d after the client closed its connections", srv.OpenConnections())
@@ -79,18 +79,17 @@ func TestServer_ServesAndCountsConnections(t *testing.T) {
 }
 
 func TestServer_StreamsAndRoutesEnvd(t *testing.T) {
-	f, id, done := streamFixture(t)
+	f, id, gate, done := streamFixture(t)
 	srv := f.p.Start(t)
 	hc := &http.Client{Transport: &http.Transport{}}
-	req, _ := http.NewRequest("POST", srv.URL()+"/process.Process/Start", strings.NewReader("{}"))
+	req, _ := http.NewRequestWithContext(hangGuardCtx(t), "POST", srv.URL()+"/process.Process/Start", strings.NewReader("{}"))
 	req.Header.Set("E2b-Sandbox-Id", id)
-	start := time.Now()
 	res, err := hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer res.Body.Close()
-	wantIncremental(t, readEvents(t, res.Body, start))
+	wantIncremental(t, res.Body, gate)
 	<-done
 }
 
@@ -121,7 +120,7 @@ func TestServer_CloseEndsHangingRequests(t *testing.T) {
 		if err == nil {
 			t.Error("hanging request succeeded after Close")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("Close left the request hanging")
 	}
 }

@@ -19,9 +19,12 @@ import (
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// streamHandler writes n lines 50 ms apart, flushing each, and reports on
-// done how it ended: "complete" or the context/write error.
-func streamHandler(n int, done chan<- string) http.HandlerFunc {
+// streamHandler writes n lines, flushing each and waiting on gate before
+// the next, and reports on done how it ended: "complete" or the
+// context/write error. The reader opens the gate once it has a line, so the
+// lines can only come one at a time: a transport that held the body back
+// until the handler ended would hang (and fail on the hang guard).
+func streamHandler(n int, gate <-chan struct{}, done chan<- string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/connect+json")
 		w.WriteHeader(http.StatusOK)
@@ -29,7 +32,7 @@ func streamHandler(n int, done chan<- string) http.HandlerFunc {
 		for i := range n {
 			if i > 0 {
 				select {
-				case <-time.After(50 * time.Millisecond):
+				case <-gate:
 				case <-r.Context().Done():
 					done <- "ctx: " + r.Context().Err().Error()
 					return
@@ -45,49 +48,48 @@ func streamHandler(n int, done chan<- string) http.HandlerFunc {
 	}
 }
 
-// readEvents reads lines from body and returns when each arrived, relative to start.
-func readEvents(t *testing.T, body io.Reader, start time.Time) []time.Duration {
+// wantIncremental reads a streamHandler's 4 lines from body, opening the
+// handler's gate after each: that they all arrive shows each came while the
+// handler still ran. The body's request must carry a hang guard.
+func wantIncremental(t *testing.T, body io.Reader, gate chan<- struct{}) {
 	t.Helper()
-	var at []time.Duration
+	var lines []string
 	sc := bufio.NewScanner(body)
 	for sc.Scan() {
-		at = append(at, time.Since(start))
+		lines = append(lines, sc.Text())
+		gate <- struct{}{}
 	}
 	if err := sc.Err(); err != nil {
-		t.Fatalf("reading stream: %v", err)
+		t.Fatalf("reading stream after %q: %v (a line held back until the handler ended never opens its gate)", lines, err)
 	}
-	return at
-}
-
-// wantIncremental checks that 4 events spaced 50 ms apart arrived over time
-// rather than all at the end.
-func wantIncremental(t *testing.T, at []time.Duration) {
-	t.Helper()
-	if len(at) != 4 {
-		t.Fatalf("got %d events, want 4", len(at))
-	}
-	if spread := at[3] - at[0]; spread < 100*time.Millisecond {
-		t.Errorf("events arrived together (%v): not streamed", at)
-	}
-	if at[0] >= at[3]-50*time.Millisecond {
-		t.Errorf("first event arrived at %v, last at %v", at[0], at[3])
+	if strings.Join(lines, ",") != "event 0,event 1,event 2,event 3" {
+		t.Fatalf("got events %q, want event 0 to 3", lines)
 	}
 }
 
-// streamFixture is a Provider whose daemons stream, plus one sandbox.
-func streamFixture(t *testing.T) (*fixture, string, chan string) {
+// streamFixture is a Provider whose daemons stream (streamHandler), plus
+// one sandbox; it returns the handler's gate and done channels.
+func streamFixture(t *testing.T) (*fixture, string, chan struct{}, chan string) {
 	done := make(chan string, 4)
-	ds := &daemons{handler: streamHandler(4, done)}
+	gate := make(chan struct{}, 4)
+	ds := &daemons{handler: streamHandler(4, gate, done)}
 	f := newFixture(t, &fakeprovider.Options{NewDaemon: ds.new})
 	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
-	return f, id, done
+	return f, id, gate, done
+}
+
+// hangGuardCtx is a context that ends after hangGuard, turning a hang into
+// a failure.
+func hangGuardCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func TestRoundTripper_Streams(t *testing.T) {
-	f, id, done := streamFixture(t)
+	f, id, gate, done := streamFixture(t)
 	domain, _ := f.p.Domain(id)
-	req, _ := http.NewRequest("POST", "https://49983-"+id+"."+domain+"/process.Process/Start", strings.NewReader("{}"))
-	start := time.Now()
+	req, _ := http.NewRequestWithContext(hangGuardCtx(t), "POST", "https://49983-"+id+"."+domain+"/process.Process/Start", strings.NewReader("{}"))
 	res, err := f.hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +98,7 @@ func TestRoundTripper_Streams(t *testing.T) {
 	if res.StatusCode != 200 || res.Header.Get("Content-Type") != "application/connect+json" || res.ContentLength != -1 {
 		t.Fatalf("response %d %v %d", res.StatusCode, res.Header, res.ContentLength)
 	}
-	wantIncremental(t, readEvents(t, res.Body, start))
+	wantIncremental(t, res.Body, gate)
 	if got := <-done; got != "complete" {
 		t.Errorf("handler ended with %q", got)
 	}
@@ -106,7 +108,7 @@ func TestRoundTripper_Streams(t *testing.T) {
 }
 
 func TestRoundTripper_CancelReachesHandler(t *testing.T) {
-	f, id, done := streamFixture(t)
+	f, id, _, done := streamFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, "POST", "https://sandbox.sandboxkit.test/process.Process/Start", nil)
 	req.Header.Set("E2b-Sandbox-Id", id)
@@ -125,7 +127,7 @@ func TestRoundTripper_CancelReachesHandler(t *testing.T) {
 		if !strings.Contains(got, "canceled") && !strings.Contains(got, "write") {
 			t.Errorf("handler ended with %q", got)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("cancellation did not reach the handler")
 	}
 	if _, err := io.ReadAll(res.Body); !errors.Is(err, context.Canceled) {
@@ -134,7 +136,7 @@ func TestRoundTripper_CancelReachesHandler(t *testing.T) {
 }
 
 func TestRoundTripper_BodyCloseEndsHandler(t *testing.T) {
-	f, id, done := streamFixture(t)
+	f, id, _, done := streamFixture(t)
 	req, _ := http.NewRequest("POST", "https://sandbox.sandboxkit.test/process.Process/Start", nil)
 	req.Header.Set("E2b-Sandbox-Id", id)
 	res, err := f.hc.Do(req)
@@ -150,7 +152,7 @@ func TestRoundTripper_BodyCloseEndsHandler(t *testing.T) {
 		if got == "complete" {
 			t.Errorf("handler completed after the client closed the body")
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("closing the body did not end the handler")
 	}
 }
@@ -186,7 +188,7 @@ func TestRoundTripper_RequestBodyStreams(t *testing.T) {
 		if s != "first <nil>" {
 			t.Errorf("daemon read %q", s)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("daemon did not see the first chunk while the body was open")
 	}
 	_, _ = pw.Write([]byte(" second"))
@@ -200,7 +202,7 @@ func TestRoundTripper_RequestBodyStreams(t *testing.T) {
 }
 
 func TestProvider_RegisterHTTPMock(t *testing.T) {
-	f, id, done := streamFixture(t)
+	f, id, gate, done := streamFixture(t)
 	mt := httpmock.NewMockTransport()
 	f.p.Register(mt)
 	hc := &http.Client{Transport: mt}
@@ -216,14 +218,13 @@ func TestProvider_RegisterHTTPMock(t *testing.T) {
 		t.Fatalf("create through httpmock: %d", res.StatusCode)
 	}
 
-	req, _ = http.NewRequest("POST", "https://sandbox.e2b.app/process.Process/Start", strings.NewReader("{}"))
+	req, _ = http.NewRequestWithContext(hangGuardCtx(t), "POST", "https://sandbox.e2b.app/process.Process/Start", strings.NewReader("{}"))
 	req.Header.Set("E2b-Sandbox-Id", id)
-	start := time.Now()
 	res, err = hc.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantIncremental(t, readEvents(t, res.Body, start))
+	wantIncremental(t, res.Body, gate)
 	res.Body.Close()
 	<-done
 

@@ -6,9 +6,12 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"net/http"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,25 +92,26 @@ func TestRun_CwdAndEnvs(t *testing.T) {
 func TestRun_TimeoutKillsTheProcess(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	ctx := context.Background()
+	// The sleeps outlast the hang guard: only the timeout, the cancel or the
+	// deadline can end these commands, and never before their later echo.
 	var stdout bytes.Buffer
-	startedAt := time.Now()
-	_, err := h.envd.Run(ctx, "echo started; sleep 30", &sandbox.CommandOptions{Timeout: 300 * time.Millisecond, Stdout: &stdout})
+	_, err := guarded(t, func() runResult {
+		return runResultOf(h.envd.Run(ctx, "echo started; sleep 3600; echo after", &sandbox.CommandOptions{Timeout: 300 * time.Millisecond, Stdout: &stdout}))
+	}).get()
 	wantErr(t, err, sandbox.OpProcessStart, sandbox.Timeout)
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, sandbox.ErrTimeout) {
 		t.Errorf("errors.Is mismatch: %v", err)
-	}
-	if d := time.Since(startedAt); d > 5*time.Second {
-		t.Errorf("Run returned after %v", d)
 	}
 	if stdout.String() != "started\n" {
 		t.Errorf("output before the timeout: %q", stdout.String())
 	}
 	assertNoProcesses(t, h)
 
-	// Cancelling the context stops the command too.
+	// Cancelling the context, once the command runs, stops it too.
 	cctx, cancel := context.WithCancel(ctx)
-	time.AfterFunc(200*time.Millisecond, cancel)
-	_, err = h.envd.Run(cctx, "sleep 30", nil)
+	_, err = guarded(t, func() runResult {
+		return runResultOf(h.envd.Run(cctx, "echo started; sleep 3600", &sandbox.CommandOptions{Stdout: cancelOnWrite(cancel)}))
+	}).get()
 	wantErr(t, err, sandbox.OpProcessStart, sandbox.Unavailable)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("errors.Is(err, context.Canceled) = false: %v", err)
@@ -117,16 +121,41 @@ func TestRun_TimeoutKillsTheProcess(t *testing.T) {
 	// A caller's deadline shorter than the timeout is a timeout as well.
 	dctx, cancel2 := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel2()
-	_, err = h.envd.Run(dctx, "sleep 30", &sandbox.CommandOptions{Timeout: time.Hour})
+	_, err = guarded(t, func() runResult {
+		return runResultOf(h.envd.Run(dctx, "sleep 3600", &sandbox.CommandOptions{Timeout: time.Hour}))
+	}).get()
 	wantErr(t, err, sandbox.OpProcessStart, sandbox.Timeout)
 	assertNoProcesses(t, h)
 }
+
+// runResult carries Run's two results through guarded.
+type runResult struct {
+	exit *sandbox.CommandResult
+	err  error
+}
+
+func runResultOf(exit *sandbox.CommandResult, err error) runResult { return runResult{exit, err} }
+
+func (r runResult) get() (*sandbox.CommandResult, error) { return r.exit, r.err }
+
+// cancelOnWrite is a writer that calls cancel on its first write: it ends
+// a context once the command has shown it runs.
+func cancelOnWrite(cancel context.CancelFunc) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		cancel()
+		return len(p), nil
+	})
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 // assertNoProcesses waits until the daemon runs no process.
 func assertNoProcesses(t *testing.T, h *harness) {
 	t.Helper()
 	var procs []sandbox.ProcessInfo
-	if !waitUntil(5*time.Second, 10*time.Millisecond, func() bool {
+	if !waitUntil(hangGuard, 10*time.Millisecond, func() bool {
 		var err error
 		if procs, err = h.envd.ListProcesses(context.Background()); err != nil {
 			t.Fatal(err)
@@ -271,13 +300,13 @@ func TestBackground_BoundedBufferAndKill(t *testing.T) {
 	}
 	// Wait for well more than the limit to have been produced.
 	var o *sandbox.Output
-	if !waitUntil(5*time.Second, 5*time.Millisecond, func() bool {
+	if !waitUntil(hangGuard, 5*time.Millisecond, func() bool {
 		if o, err = p.ReadOutput(sandbox.Cursor{}, 0); err != nil {
 			t.Fatal(err)
 		}
 		return o.Next.Stdout > 4*limit
 	}) {
-		t.Fatalf("only %d bytes after 5s", o.Next.Stdout)
+		t.Fatalf("only %d bytes after %v", o.Next.Stdout, hangGuard)
 	}
 	if !o.Dropped || len(o.Stdout) > limit || len(o.Stdout) == 0 || !o.Running {
 		t.Fatalf("dropped %v, %d bytes held, running %v", o.Dropped, len(o.Stdout), o.Running)
@@ -344,7 +373,7 @@ func TestBackground_BoundedBufferAndKill(t *testing.T) {
 	if err := p2.Kill(ctx, sandbox.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	wctx, cancel := context.WithTimeout(ctx, hangGuard)
 	defer cancel()
 	exit, err = p2.Wait(wctx)
 	if err != nil || exit.Exited {
@@ -366,7 +395,7 @@ func TestBackground_StdinInput(t *testing.T) {
 	}
 	var got []byte
 	var cur sandbox.Cursor
-	if !waitUntil(5*time.Second, 2*time.Millisecond, func() bool {
+	if !waitUntil(hangGuard, 2*time.Millisecond, func() bool {
 		o, err := p.ReadOutput(cur, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -445,17 +474,38 @@ func TestProcess_LowLevelStream(t *testing.T) {
 // TestBackground_OutlivesTheStartContext checks that ctx bounds only the
 // start: its deadline is not sent to the daemon, and its end does not stop
 // the command or the collection of its output.
+//
+// The command waits for a gate file the test writes only after ctx ended,
+// so its output proves it outlived ctx; the daemon sees no
+// Connect-Timeout-Ms on the start, so ctx's deadline cannot reach it.
 func TestBackground_OutlivesTheStartContext(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
-	p, err := h.envd.StartBackground(ctx, "sleep 0.5; echo late", nil)
+	var startTimeouts []string
+	var mu sync.Mutex
+	h := newHarness(t, harnessOptions{observe: func(r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/process.Process/Start") {
+			mu.Lock()
+			startTimeouts = append(startTimeouts, r.Header.Get("Connect-Timeout-Ms"))
+			mu.Unlock()
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
+	p, err := h.envd.StartBackground(ctx, "while [ ! -e /tmp/gate ]; do sleep 0.01; done; echo late", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	<-ctx.Done()
 	cancel()
-	exit, err := p.Wait(context.Background())
+	if err := h.daemon.FS().WriteFile("/tmp/gate", nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	if len(startTimeouts) != 1 || startTimeouts[0] != "" {
+		t.Errorf("Start requests' Connect-Timeout-Ms %q, want one without", startTimeouts)
+	}
+	mu.Unlock()
+	wctx, wcancel := context.WithTimeout(context.Background(), hangGuard)
+	defer wcancel()
+	exit, err := p.Wait(wctx)
 	if err != nil || exit.ExitCode != 0 || !exit.Exited {
 		t.Fatalf("Wait = %+v, %v", exit, err)
 	}
@@ -535,7 +585,7 @@ func TestBackground_NoGoroutineOutlivesItsProcess(t *testing.T) {
 	}
 	assertNoProcesses(t, h)
 	n := 0
-	if !waitUntil(3*time.Second, 20*time.Millisecond, func() bool { n = settle(); return n <= base }) {
+	if !waitUntil(hangGuard, 20*time.Millisecond, func() bool { n = settle(); return n <= base }) {
 		buf := make([]byte, 1<<20)
 		t.Fatalf("%d goroutines, %d before:\n%s", n, base, buf[:runtime.Stack(buf, true)])
 	}

@@ -56,7 +56,8 @@ type harness struct {
 type harnessOptions struct {
 	mode        string
 	cfg         fakeenvd.Config
-	clientToken *string // the token the control plane hands out; default cfg.AccessToken
+	clientToken *string             // the token the control plane hands out; default cfg.AccessToken
+	observe     func(*http.Request) // when set, sees each request to the daemon first
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -78,7 +79,14 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		token = *o.clientToken
 	}
 	d := fakeenvd.New(o.cfg)
-	srv := httptest.NewServer(d)
+	var handler http.Handler = d
+	if o.observe != nil {
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			o.observe(r)
+			d.ServeHTTP(w, r)
+		})
+	}
+	srv := httptest.NewServer(handler)
 	t.Cleanup(func() {
 		srv.Close()
 		d.Close()

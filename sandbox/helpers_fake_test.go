@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"testing"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -17,6 +18,27 @@ func withEnv(opts *sandbox.Options, key, value string) *sandbox.Options {
 		return get(k)
 	}
 	return opts
+}
+
+// hangGuard bounds the tests' waits. It only turns a hang into a failure:
+// no test passes or fails on how long something took (CI may be busy).
+const hangGuard = 2 * time.Minute
+
+// guarded runs call and fails t if it has not returned within hangGuard:
+// for calls that only a deadline, a cancel or a kill can end, so that a
+// broken one fails instead of hanging the run.
+func guarded[T any](t *testing.T, call func() T) T {
+	t.Helper()
+	done := make(chan T, 1)
+	go func() { done <- call() }()
+	select {
+	case v := <-done:
+		return v
+	case <-time.After(hangGuard):
+		t.Fatalf("call still running after %v", hangGuard)
+		var zero T
+		return zero
+	}
 }
 
 // waitUntil calls cond every tick until it holds or within has passed,

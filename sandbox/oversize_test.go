@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -38,7 +37,7 @@ func TestOversizedAnswersAreRefused(t *testing.T) {
 			if got := wantErr(t, err, c.op, sandbox.ProviderError); got.Code != sandbox.CodeResponseTooLarge {
 				t.Errorf("code %q, want %q", got.Code, sandbox.CodeResponseTooLarge)
 			}
-			wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			wctx, cancel := context.WithTimeout(ctx, hangGuard)
 			defer cancel()
 			if err := h.WaitIdle(wctx); err != nil {
 				t.Errorf("the oversized answer is still being sent after the call returned: %v", err)

@@ -212,16 +212,13 @@ func TestPlatform_ErrorCategoriesFromFaults(t *testing.T) {
 		t.Errorf("malformed: %v, want provider_error", err)
 	}
 
+	// The fault holds the call until Release, so only the deadline ends it.
 	h = fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpSetTimeout, Hang: true})
 	dctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	start := time.Now()
-	err = p.SetTimeoutByID(dctx, id, time.Minute, nil)
+	err = guarded(t, func() error { return p.SetTimeoutByID(dctx, id, time.Minute, nil) })
 	if sandbox.CategoryOf(err) != sandbox.Timeout || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("hang past the deadline: %v, want timeout", err)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Errorf("deadline not honoured")
 	}
 	h.Release()
 	h.Clear()
@@ -324,12 +321,12 @@ func TestPlatform_QualifiedIDsRouteToTheirProvider(t *testing.T) {
 	}
 }
 
-// waitForNoConnections fails t unless servers hold no open connection
-// within 2 s.
+// waitForNoConnections fails t unless servers come to hold no open
+// connection (a hang fails after hangGuard).
 func waitForNoConnections(t *testing.T, servers ...*fakeprovider.Server) {
 	t.Helper()
 	open := 0
-	if !waitUntil(2*time.Second, 5*time.Millisecond, func() bool {
+	if !waitUntil(hangGuard, 5*time.Millisecond, func() bool {
 		open = 0
 		for _, s := range servers {
 			open += s.OpenConnections()

@@ -63,6 +63,8 @@ type harnessOptions struct {
 	// unresolved: the test leaves sandboxes the server could not destroy,
 	// so Shutdown reports them.
 	unresolved bool
+	// now is the server's clock (Deps.Now); nil: the system clock.
+	now func() time.Time
 }
 
 func newHarness(t *testing.T, o *harnessOptions) *harness {
@@ -98,13 +100,13 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
+	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Now: o.now, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, fp: fp, srv: srv, logs: logs}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil && !o.unresolved {
 			t.Errorf("Shutdown: %v", err)
@@ -172,7 +174,7 @@ func (c *client) waitClosed() {
 		_, ok := c.h.srv.reg.lookup(c.ss)
 		return !ok
 	})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 	defer cancel()
 	if err := c.h.srv.reg.cleanups.wait(ctx); err != nil {
 		c.h.t.Fatalf("cleanup: %v", err)
@@ -374,7 +376,7 @@ func validateOutput(t *testing.T, srv *Server, name string, v map[string]any) {
 // waitFor polls cond until it holds or 10 s pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(hangGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -382,6 +384,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// hangGuard bounds the tests' waits. It only turns a hang into a failure:
+// no test passes or fails on how long something took (CI may be busy).
+const hangGuard = 2 * time.Minute
 
 // journalFrom returns the journal entries after the first n.
 func journalFrom(fp *fakeprovider.Provider, n int) []fakeprovider.Entry {

@@ -163,9 +163,15 @@ func TestInFlightBudget(t *testing.T) {
 	}
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Session-Id: %s\r\nContent-Length: %d\r\n\r\n{",
 		MCPPath, strings.TrimPrefix(ts.URL, "http://"), id, 1<<20)
-	time.Sleep(100 * time.Millisecond)
 	big := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"/tmp/a","content":"` + strings.Repeat("c", 100<<10) + `"}}}`
-	resp, body := rawPost(t, hc, ts.URL, id, strings.NewReader(big), nil)
+	// Once the held body has reached the server (no sleep decides when),
+	// a large request is refused; before that it is served.
+	var resp *http.Response
+	var body []byte
+	waitFor(t, "a large request refused while the budget is held", func() bool {
+		resp, body = rawPost(t, hc, ts.URL, id, strings.NewReader(big), nil)
+		return resp.StatusCode != http.StatusOK
+	})
 	if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("status %d (Retry-After %q), want 503 with Retry-After: %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
@@ -236,9 +242,12 @@ func TestTrustedClientHeader(t *testing.T) {
 
 // TestEvictIdleWhenFull: at the server's cap, the session idle the
 // longest is closed (its sandboxes destroyed) to admit a new one, and the
-// others stay.
+// others stay. The server's clock is fake: the test moves it between the
+// sessions' last requests, so which one idled longest does not depend on
+// how fast this machine is.
 func TestEvictIdleWhenFull(t *testing.T) {
-	h := newHarness(t, nil)
+	clock := fakeprovider.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	h := newHarness(t, &harnessOptions{now: clock.Now})
 	ts := serveHTTP(t, h, &HTTPOptions{MaxSessions: 2, MaxSessionsPerClient: -1, EvictIdle: 50 * time.Millisecond})
 	hc := httpClient(t, nil)
 	old := rawSession(t, hc, ts.URL)
@@ -246,9 +255,9 @@ func TestEvictIdleWhenFull(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || bytes.Contains(body, []byte(`isError`)) {
 		t.Fatalf("create: %d %s", resp.StatusCode, body)
 	}
-	time.Sleep(20 * time.Millisecond)
+	clock.Advance(20 * time.Millisecond)
 	newer := rawSession(t, hc, ts.URL)
-	time.Sleep(60 * time.Millisecond) // both idle past EvictIdle now
+	clock.Advance(60 * time.Millisecond) // both idle past EvictIdle now
 	third := rawSession(t, hc, ts.URL)
 	waitFor(t, "the longest idle session's sandbox destroyed", func() bool { return h.fp.LiveCount() == 0 })
 	resp, _ = rawPost(t, hc, ts.URL, old, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), nil)

@@ -233,7 +233,7 @@ func TestStdioStopsWhileInputIsOpen(t *testing.T) {
 	cancel()
 	select {
 	case <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(hangGuard):
 		t.Fatal("Run did not return after cancellation with input still open")
 	}
 }

@@ -283,7 +283,7 @@ func slowServer(t *testing.T, h *harness, opts *HTTPOptions) (*httptest.Server, 
 func waitClosed(t *testing.T, closed <-chan string, conn net.Conn) {
 	t.Helper()
 	want := conn.LocalAddr().String()
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(hangGuard)
 	for {
 		select {
 		case got := <-closed:

@@ -74,7 +74,7 @@ func TestDestroyGivesUpAndReports(t *testing.T) {
 				!strings.Contains(h.logs.String(), `"sandbox_id":"`+id+`"`) {
 				t.Errorf("not reported in the log:\n%s", h.logs.String())
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangGuard)
 			defer cancel()
 			if err := h.srv.Shutdown(ctx); err == nil || !strings.Contains(err.Error(), "1 sandboxes could not be destroyed") {
 				t.Errorf("Shutdown: %v", err)
@@ -103,7 +103,7 @@ func TestShutdownAbandonsRetries(t *testing.T) {
 		t.Errorf("unresolved %+v", u)
 	}
 	// The retry goroutine has returned: cleanups are idle.
-	wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	wctx, wcancel := context.WithTimeout(context.Background(), hangGuard)
 	defer wcancel()
 	if err := h.srv.reg.cleanups.wait(wctx); err != nil {
 		t.Errorf("cleanups still running: %v", err)

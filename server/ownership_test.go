@@ -131,8 +131,14 @@ func TestSweepPreviousKeepsOtherLives(t *testing.T) {
 // lifetime beyond the lease, the server renews it while it lives, tool
 // results keep the session's own end, and a server that stops renewing
 // (as a killed one does) leaves its sandbox to end within the lease.
+//
+// The fake platform runs on a fake clock: the test moves platform time by
+// half a lease only after it has seen a renewal, so "the live server's
+// sandbox survives two leases" and "the unrenewed one ends within the
+// lease" are decided by what was sent, not by how fast this machine is.
 func TestOwnerLease(t *testing.T) {
-	h := newHarness(t, nil)
+	clock := fakeprovider.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	h := newHarness(t, &harnessOptions{fake: &fakeprovider.Options{Clock: clock}})
 	const lease = MinOwnerLease
 	srv, err := New(&Deps{Platform: h.srv.deps.Platform, Instance: "leased-0", OwnerLease: lease}, nil)
 	if err != nil {
@@ -142,43 +148,46 @@ func TestOwnerLease(t *testing.T) {
 	t.Cleanup(c.drop)
 	start := time.Now()
 	out := c.ok("create_sandbox", map[string]any{"timeout": 600})
+	created := time.Now()
 	id := out["sandbox_id"].(string)
 	rec, _ := h.fp.Sandbox(id)
-	if left := time.Until(rec.EndAt); left > lease+time.Second {
-		t.Errorf("platform end %v ahead, want at most the lease %v", left.Round(time.Second), lease)
+	if left := rec.EndAt.Sub(clock.Now()); left > lease {
+		t.Errorf("platform end %v ahead, want at most the lease %v", left, lease)
 	}
-	reportedEnd := func(m map[string]any) time.Duration {
-		end, err := time.Parse(time.RFC3339Nano, m["end_at"].(string))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return end.Sub(start)
+	// The session's own end is 600 s after the server tracked the create,
+	// which happened between start and created.
+	end := out["end_at"].(string)
+	if at, err := time.Parse(time.RFC3339Nano, end); err != nil || at.Before(start.Add(600*time.Second)) || at.After(created.Add(600*time.Second)) {
+		t.Errorf("create_sandbox reports end_at %s (%v), want 600 s after the create (between %v and %v)", end, err, start, created)
 	}
-	if d := reportedEnd(out); d < 599*time.Second || d > 601*time.Second {
-		t.Errorf("create_sandbox reports end_at %v after create, want the 600 s asked for", d)
-	}
+	// While the server lives it renews: after each renewal the platform's
+	// clock moves half a lease, four times over (two leases), and the
+	// sandbox is still there.
 	before := h.fp.Journal().Count(sandbox.OpSetTimeout)
 	idle := time.Now()
-	time.Sleep(2 * lease)
-	renewals := h.fp.Journal().Count(sandbox.OpSetTimeout) - before
-	perMinute := float64(renewals) / time.Since(idle).Minutes()
-	t.Logf("lease renewals of an idle session: %d in %v = %.0f per sandbox-minute at lease %v (%.1f at a 2m lease)",
-		renewals, time.Since(idle).Round(time.Millisecond), perMinute, lease, perMinute*lease.Seconds()/120)
-	if renewals < 2 || renewals > 7 {
-		t.Errorf("%d renewals in two leases, want about 6 (one per third of the lease)", renewals)
+	for i := 1; i <= 4; i++ {
+		waitFor(t, "a lease renewal", func() bool { return h.fp.Journal().Count(sandbox.OpSetTimeout) >= before+i })
+		clock.Advance(lease / 2)
+		if _, ok := h.fp.Sandbox(id); !ok {
+			t.Fatalf("the sandbox ended %v of platform time after create with a live server: the lease was not renewed", time.Duration(i)*lease/2)
+		}
 	}
-	if _, ok := h.fp.Sandbox(id); !ok {
-		t.Fatalf("the sandbox ended after two leases of a live server: the lease was not renewed")
+	// A storm check that a slow machine can only loosen: the renewal ticker
+	// fires at most once per third of a lease of the time measured here.
+	renewals, took := h.fp.Journal().Count(sandbox.OpSetTimeout)-before, time.Since(idle)
+	if most := int(took/(lease/3)) + 2; renewals > most {
+		t.Errorf("%d renewals in %v, want at most %d (one per third of the lease)", renewals, took, most)
 	}
-	if d := reportedEnd(c.ok("get_sandbox", map[string]any{})); d < 599*time.Second || d > 601*time.Second {
-		t.Errorf("get_sandbox reports end_at %v after create, want the 600 s asked for", d)
+	t.Logf("lease renewals of an idle session: %d in %v at lease %v", renewals, took.Round(time.Millisecond), lease)
+	if got := c.ok("get_sandbox", map[string]any{})["end_at"]; got != end {
+		t.Errorf("get_sandbox reports end_at %v, want the session's own %s", got, end)
 	}
 	listed := c.ok("list_sandboxes", map[string]any{})["sandboxes"].([]any)
 	if len(listed) != 1 {
 		t.Fatalf("list_sandboxes: %v, want the one sandbox", listed)
 	}
-	if d := reportedEnd(listed[0].(map[string]any)); d < 599*time.Second || d > 601*time.Second {
-		t.Errorf("list_sandboxes reports end_at %v after create for the session's own sandbox, want the 600 s asked for", d)
+	if got := listed[0].(map[string]any)["end_at"]; got != end {
+		t.Errorf("list_sandboxes reports end_at %v for the session's own sandbox, want %s", got, end)
 	}
 	n := h.fp.Journal().Len()
 	c.ok("set_sandbox_timeout", map[string]any{"timeout": 900})
@@ -186,21 +195,15 @@ func TestOwnerLease(t *testing.T) {
 	if len(got) != 1 || string(got[0].Body) != `{"timeout":3}` {
 		t.Errorf("set_sandbox_timeout sent %v, want one {\"timeout\":3} (the lease)", got)
 	}
-	// The server stops renewing, as a killed one would.
+	// The server stops renewing, as a killed one would: the platform's end
+	// is at most a lease ahead, and a lease of platform time ends it.
 	srv.deps.own.close()
-	stopped := time.Now()
-	waitForWithin(t, "the unrenewed sandbox ends", lease+2*time.Second, func() bool { _, ok := h.fp.Sandbox(id); return !ok })
-	t.Logf("unrenewed sandbox gone %v after renewals stopped (lease %v)", time.Since(stopped).Round(time.Millisecond), lease)
-}
-
-// waitForWithin polls cond until it holds or limit passes.
-func waitForWithin(t *testing.T, what string, limit time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, limit)
-		}
-		time.Sleep(20 * time.Millisecond)
+	rec, _ = h.fp.Sandbox(id)
+	if left := rec.EndAt.Sub(clock.Now()); left > lease {
+		t.Errorf("after renewals stopped the platform end is %v ahead, want at most the lease %v", left, lease)
+	}
+	clock.Advance(lease + time.Nanosecond)
+	if _, ok := h.fp.Sandbox(id); ok {
+		t.Error("the unrenewed sandbox outlived the lease")
 	}
 }

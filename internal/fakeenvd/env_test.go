@@ -3,7 +3,6 @@ package fakeenvd
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestProcessEnvironmentAsEnvd checks the variables envd gives every
@@ -39,9 +38,9 @@ func TestReboot(t *testing.T) {
 		t.Fatalf("boot_id %q is not a UUID line", before)
 	}
 	_, sub := start(t, d, bashReq("echo marker > /tmp/kept; sleep 60"))
-	waitFor(t, 30*time.Second, func() bool { _, err := d.FS().ReadFile("/tmp/kept"); return err == nil })
+	waitFor(t, func() bool { _, err := d.FS().ReadFile("/tmp/kept"); return err == nil })
 	d.Reboot()
-	if r := collect(t, sub, 30*time.Second); r.end.Status != "signal: killed" {
+	if r := collect(t, sub); r.end.Status != "signal: killed" {
 		t.Fatalf("a process across the reboot ended %+v", r.end)
 	}
 	after := run(t, d, "cat /proc/sys/kernel/random/boot_id /tmp/kept").stdout

@@ -78,11 +78,27 @@ func drain(t *testing.T, st interface {
 	Err() error
 }, msg func() envdapi.ProcessEvent) (string, *envdapi.EndEvent, int) {
 	t.Helper()
+	return drainEvents(t, st, msg, func(envdapi.ProcessEvent) {})
+}
+
+// drainOpening drains a Start stream, calling seen on each event as it
+// arrives (to open gates the process waits on).
+func drainOpening(t *testing.T, st *connect.ServerStreamForClient[envdapi.StartResponse], seen func(envdapi.ProcessEvent)) (string, *envdapi.EndEvent, int) {
+	t.Helper()
+	return drainEvents(t, st, func() envdapi.ProcessEvent { return st.Msg().Event }, seen)
+}
+
+func drainEvents(t *testing.T, st interface {
+	Receive() bool
+	Err() error
+}, msg func() envdapi.ProcessEvent, seen func(envdapi.ProcessEvent)) (string, *envdapi.EndEvent, int) {
+	t.Helper()
 	var out bytes.Buffer
 	var end *envdapi.EndEvent
 	keepalives := 0
 	for st.Receive() {
 		ev := msg()
+		seen(ev)
 		switch {
 		case ev.Data != nil:
 			out.Write(ev.Data.Stdout)
@@ -189,9 +205,11 @@ func TestHTTPWireFormat(t *testing.T) {
 
 func TestHTTPProcessRPCs(t *testing.T) {
 	e := newEnv(t, Config{})
+	// Bounds every stream: a hang fails the test instead of stalling it.
+	ctx := guardCtx(t)
 	req := bashReq("while read line; do echo got $line; done; echo eof")
 	req.Stdin, req.Tag = ptr(true), ptr("reader")
-	st := startStream(t, context.Background(), e, req, nil)
+	st := startStream(t, ctx, e, req, nil)
 	defer st.Close()
 	if !st.Receive() || st.Msg().Event.Start == nil {
 		t.Fatal("no start event")
@@ -229,13 +247,14 @@ func TestHTTPProcessRPCs(t *testing.T) {
 	}
 
 	// SendSignal over RPC stops a sleeping process; Connect attaches to it.
-	st = startStream(t, context.Background(), e, bashReq("echo up; sleep 30"), nil)
+	// The sleep outlasts the hang guard: only the signal ends it.
+	st = startStream(t, ctx, e, bashReq("echo up; sleep 3600; echo after"), nil)
 	defer st.Close()
 	st.Receive()
 	pid = st.Msg().Event.Start.Pid
 	st.Receive() // "up"
 	cc := connect.NewClient[envdapi.ConnectRequest, envdapi.ConnectResponse](e.srv.Client(), e.srv.URL+envdapi.ProcessConnectProcedure, connect.WithCodec(envdapi.Codec{}))
-	cs, err := cc.CallServerStream(context.Background(), connect.NewRequest(&envdapi.ConnectRequest{Process: envdapi.ProcessSelector{Pid: &pid}}))
+	cs, err := cc.CallServerStream(ctx, connect.NewRequest(&envdapi.ConnectRequest{Process: envdapi.ProcessSelector{Pid: &pid}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,14 +267,13 @@ func TestHTTPProcessRPCs(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeUnimplemented {
 		t.Fatalf("unspecified signal: %v", err)
 	}
-	t0 := time.Now()
 	if _, err := call[envdapi.SendSignalRequest, envdapi.SendSignalResponse](t, e, envdapi.ProcessSendSignalProcedure,
 		&envdapi.SendSignalRequest{Process: envdapi.ProcessSelector{Pid: &pid}, Signal: envdapi.SignalSIGTERM}, nil); err != nil {
 		t.Fatal(err)
 	}
-	_, end, _ = drain(t, cs, func() envdapi.ProcessEvent { return cs.Msg().Event })
-	if end == nil || end.Status != "signal: terminated" || end.ExitCode != -1 || time.Since(t0) > 2*time.Second {
-		t.Fatalf("connect end %+v after %v", end, time.Since(t0))
+	out, end, _ = drain(t, cs, func() envdapi.ProcessEvent { return cs.Msg().Event })
+	if end == nil || end.Status != "signal: terminated" || end.ExitCode != -1 || out != "" {
+		t.Fatalf("connect end %+v output %q", end, out)
 	}
 	_, end, _ = drain(t, st, func() envdapi.ProcessEvent { return st.Msg().Event })
 	if end == nil || end.Status != "signal: terminated" {
@@ -275,37 +293,46 @@ func TestHTTPProcessRPCs(t *testing.T) {
 
 func TestHTTPStreamLifecycle(t *testing.T) {
 	e := newEnv(t, Config{})
-	// Keepalives at the requested interval (seconds).
-	st := startStream(t, context.Background(), e, bashReq("sleep 1.3; echo done"), headers{envdapi.KeepaliveHeader: "1"})
-	out, end, keepalives := drain(t, st, func() envdapi.ProcessEvent { return st.Msg().Event })
+	ctx := guardCtx(t)
+	// Keepalives at the requested interval (seconds): the process waits for
+	// a gate the test opens on the first keepalive, so without keepalives
+	// the stream would hang until the guard.
+	st := startStream(t, ctx, e, bashReq(gateWait("keepalive")+"; echo done"), headers{envdapi.KeepaliveHeader: "1"})
+	out, end, keepalives := drainOpening(t, st, func(ev envdapi.ProcessEvent) {
+		if ev.Keepalive != nil {
+			openGate(t, e.d, "keepalive")
+		}
+	})
 	st.Close()
-	if out != "done\n" || end == nil || keepalives != 1 {
+	if out != "done\n" || end == nil || end.ExitCode != 0 || keepalives < 1 {
 		t.Fatalf("out %q end %+v keepalives %d", out, end, keepalives)
 	}
-	// The client going away does not stop the process.
-	ctx, cancel := context.WithCancel(context.Background())
-	st = startStream(t, ctx, e, bashReq("sleep 0.2; echo finished > /tmp/marker"), nil)
+	// The client going away does not stop the process: it writes its marker
+	// only after a gate the test opens once the stream is gone.
+	sctx, scancel := context.WithCancel(ctx)
+	st = startStream(t, sctx, e, bashReq(gateWait("gone")+"; echo finished > /tmp/marker"), nil)
 	st.Receive()
-	cancel()
+	scancel()
 	st.Close()
-	waitFor(t, 3*time.Second, func() bool {
+	openGate(t, e.d, "gone")
+	waitFor(t, func() bool {
 		b, err := e.d.FS().ReadFile("/tmp/marker")
 		return err == nil && string(b) == "finished\n"
 	})
-	// A deadline on Start (Connect-Timeout-Ms) kills the process.
-	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
-	defer cancel()
-	st = startStream(t, ctx, e, bashReq("sleep 10"), nil)
+	// A deadline on Start (Connect-Timeout-Ms, sent as the header alone so
+	// the daemon, not the client, acts on it) kills the process: the sleep
+	// outlasts the hang guard, so only the kill ends it, before its marker.
+	st = startStream(t, ctx, e, bashReq("sleep 3600; echo late > /tmp/late"), headers{"Connect-Timeout-Ms": "200"})
 	for st.Receive() {
 	}
-	// Either side may notice the deadline first: the client's context
-	// (deadline_exceeded) or the daemon, which then ends the stream after
-	// killing the process. Either way the process must be gone.
-	if err := st.Err(); err != nil && connect.CodeOf(err) != connect.CodeDeadlineExceeded {
-		t.Fatalf("deadline stream error %v", err)
+	if err := st.Err(); connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+		t.Fatalf("deadline stream error %v, want deadline_exceeded", err)
 	}
 	st.Close()
-	waitFor(t, 2*time.Second, func() bool { return len(e.d.Processes()) == 0 })
+	waitFor(t, func() bool { return len(e.d.Processes()) == 0 })
+	if _, err := e.d.FS().ReadFile("/tmp/late"); err == nil {
+		t.Fatal("the command after the sleep ran: the deadline did not kill it")
+	}
 	// Bad requests.
 	st = startStream(t, context.Background(), e, &envdapi.StartRequest{Process: envdapi.ProcessConfig{Cmd: "ls", Cwd: ptr("/nope")}}, nil)
 	for st.Receive() {
@@ -742,15 +769,22 @@ func TestHTTPAuth(t *testing.T) {
 
 func TestHTTPClose(t *testing.T) {
 	e := newEnv(t, Config{SandboxID: "sbx1"})
-	st := startStream(t, context.Background(), e, bashReq("echo up; sleep 30"), nil)
+	// Close must not wait for the process: its sleep outlasts the guard.
+	ctx := guardCtx(t)
+	st := startStream(t, ctx, e, bashReq("echo up; sleep 3600"), nil)
 	defer st.Close()
 	st.Receive()
 	st.Receive()
-	t0 := time.Now()
-	e.d.Close()
-	e.d.Close() // idempotent
-	if took := time.Since(t0); took > 2*time.Second {
-		t.Fatalf("Close took %v", took)
+	closed := make(chan struct{})
+	go func() {
+		defer close(closed)
+		e.d.Close()
+		e.d.Close() // idempotent
+	}()
+	select {
+	case <-closed:
+	case <-ctx.Done():
+		t.Fatalf("Close still waits after %v", hangGuard)
 	}
 	// The stream is cut, as when the platform kills a sandbox's VM: no end
 	// event, and the client sees a transport error, not a clean end.

@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestJobControl checks the job control bash gives a non-interactive
@@ -46,7 +45,7 @@ func TestKillDaemonProcess(t *testing.T) {
 	if r.stdout != "0\n" {
 		t.Fatalf("kill: %q %q", r.stdout, r.stderr)
 	}
-	if end := collect(t, sub, 30*time.Second).end; end.Status != "signal: killed" {
+	if end := collect(t, sub).end; end.Status != "signal: killed" {
 		t.Fatalf("the killed process ended %+v", end)
 	}
 }

@@ -31,7 +31,7 @@ func TestShellPermissions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := collect(t, sub, 1<<34); r.stdout != "hi\n" || r.code() != 0 {
+	if r := collect(t, sub); r.stdout != "hi\n" || r.code() != 0 {
 		t.Fatalf("root: %q %q", r.stdout, r.stderr)
 	}
 	if r := run(t, d, `chmod 666 /tmp/roots; rm -f /tmp/roots; echo "$?"`); r.stdout != "1\n" {

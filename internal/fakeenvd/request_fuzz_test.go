@@ -116,7 +116,7 @@ func FuzzDaemonRequest(f *testing.F) {
 			// Close ends every process the request started: none of
 			// their goroutines may outlive it.
 			d.Close()
-			for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+			for deadline := time.Now().Add(hangGuard); runtime.NumGoroutine() > before; {
 				if time.Now().After(deadline) {
 					buf := make([]byte, 1<<16)
 					t.Fatalf("%d goroutines outlive the daemon's Close (%d before):\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
@@ -147,8 +147,8 @@ func FuzzDaemonRequest(f *testing.F) {
 		}()
 		select {
 		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s %s?%s: no answer 10 s after the request's deadline", rt.method, rt.path, query)
+		case <-time.After(hangGuard):
+			t.Fatalf("%s %s?%s: no answer %v after the request's deadline", rt.method, rt.path, query, hangGuard)
 		}
 		status := rec.status
 		if status == 0 {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -192,16 +191,16 @@ func TestShellProcessOptions(t *testing.T) {
 	req.Process.Cwd = ptr("/tmp")
 	req.Process.Envs = map[string]string{"B": "request", "C": "request"}
 	_, sub := start(t, d, req)
-	if r := collect(t, sub, 5*time.Second); r.stdout != "/tmp\nconfig request request\n" {
+	if r := collect(t, sub); r.stdout != "/tmp\nconfig request request\n" {
 		t.Fatalf("stdout = %q", r.stdout)
 	}
 	// A plain command (not a shell) runs through the same built-ins.
 	_, sub = start(t, d, &envdapi.StartRequest{Process: envdapi.ProcessConfig{Cmd: "echo", Args: []string{"a b", "$HOME"}}})
-	if r := collect(t, sub, 5*time.Second); r.stdout != "a b $HOME\n" {
+	if r := collect(t, sub); r.stdout != "a b $HOME\n" {
 		t.Fatalf("stdout = %q", r.stdout)
 	}
 	_, sub = start(t, d, &envdapi.StartRequest{Process: envdapi.ProcessConfig{Cmd: "ls", Args: []string{"-d", "/tmp"}}})
-	if r := collect(t, sub, 5*time.Second); r.stdout != "/tmp\n" {
+	if r := collect(t, sub); r.stdout != "/tmp\n" {
 		t.Fatalf("stdout = %q", r.stdout)
 	}
 	// Relative and ~ cwd resolve against the home directory.
@@ -210,7 +209,7 @@ func TestShellProcessOptions(t *testing.T) {
 		req := bashReq("pwd")
 		req.Process.Cwd = ptr(cwd)
 		_, sub := start(t, d, req)
-		if r := collect(t, sub, 5*time.Second); r.stdout != "/home/user/proj\n" {
+		if r := collect(t, sub); r.stdout != "/home/user/proj\n" {
 			t.Fatalf("cwd %q: stdout = %q", cwd, r.stdout)
 		}
 	}
@@ -227,7 +226,7 @@ func TestShellProcessOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r := collect(t, sub, 5*time.Second); r.stdout != "root\n/root\n/root\nroot\n" {
+	if r := collect(t, sub); r.stdout != "root\n/root\n/root\nroot\n" {
 		t.Fatalf("root stdout = %q", r.stdout)
 	}
 }

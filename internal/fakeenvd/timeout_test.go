@@ -3,7 +3,6 @@ package fakeenvd
 import (
 	"context"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 )
@@ -33,5 +32,5 @@ func TestStartTimeoutIsDeadlineExceeded(t *testing.T) {
 			t.Fatalf("run %d of %d: end event %v, stream error %v; want deadline_exceeded and no end event", i+1, runs, sawEnd, err)
 		}
 	}
-	waitFor(t, 30*time.Second, func() bool { return len(e.d.Processes()) == 0 })
+	waitFor(t, func() bool { return len(e.d.Processes()) == 0 })
 }
