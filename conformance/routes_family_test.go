@@ -28,7 +28,9 @@ const routeFamilyFilter = "era-legacy || ((lease || handles) && era-modern)"
 // 2.x calls them). Each run is a child process (Ginkgo runs one suite per
 // process), and they run one after the other: two kits under the race
 // detector at once would double the load of every spec's calls, the
-// deadline specs' included. A failure names the family it happened on and
+// deadline specs' included. The test is parallel with the other parallel
+// tests (smaller kits: cloud mode, the deadline specs over HTTP), which
+// otherwise would wait for it. A failure names the family it happened on and
 // each failed spec with its message.
 //
 // Each run is routeFamilyFilter, not both eras of every spec:
@@ -37,6 +39,10 @@ func TestReferenceServerRouteFamilies(t *testing.T) {
 	if os.Getenv(routesEnv) != "" {
 		t.Skip("inside a child run")
 	}
+	// Beside the cloud and HTTP deadline tests (go test runs at most
+	// GOMAXPROCS parallel tests at once), not after them; never beside
+	// TestReferenceServer, which is not parallel.
+	t.Parallel()
 	var failed []string
 	for _, family := range []string{"v1", "v2"} {
 		t.Run(family, func(t *testing.T) {
