@@ -30,8 +30,8 @@ type brokenVariant struct {
 
 // focusedSpecs names, for some variants, the specs written for that kind
 // of defect: the variant's child run runs only them (the rest of the
-// family would wait out every deadline the variant ignores), and each must
-// fail.
+// family would wait out every deadline the variant ignores, or repeat the
+// proof at many times its cost), and each must fail.
 var focusedSpecs = map[string][]string{
 	"ignores-provider-deadline":  {"errors.hang", "errors.drip"},
 	"abandons-provider-requests": {"errors.hang"},
@@ -46,6 +46,8 @@ var focusedSpecs = map[string][]string{
 	"pools-by-id-connections":    {"delegation.by-id-releases-connections"},
 	"ignores-idle-timeout":       {"cleanup.idle-timeout"},
 	"shutdown-skips-cleanup":     {"cleanup.shutdown"},
+	"skips-cleanup":              {"cleanup.close-destroys-owned"},
+	"corrupts-download":          {"binary.all-byte-values-round-trip"},
 	"url-never-expires":          {"binary.url-expires"},
 	"url-carries-access-token":   {"binary.url-no-secrets"},
 	"url-for-other-path":         {"binary.url-download-round-trip", "binary.url-upload-round-trip"},

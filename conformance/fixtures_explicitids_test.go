@@ -33,7 +33,7 @@ func TestExplicitIDFixture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a fixture server")
 	}
-	bin := buildFixtures(t, "./internal/fixtures/explicitids")["explicitids"]
+	bin := buildFixture(t, "./internal/fixtures/explicitids")
 	run := func(baseline string) (string, bool) {
 		cmd := exec.Command(os.Args[0], "-test.run=^TestExplicitIDFixtureChild$", "-test.count=1")
 		cmd.Env = append(os.Environ(), fixtureEnv+"="+bin, "SANDBOXKIT_FIXTURE_BASELINE="+baseline)
@@ -159,7 +159,7 @@ func TestExplicitIDFixtureTrueFailures(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a fixture server")
 	}
-	bin := buildFixtures(t, "./internal/fixtures/explicitids")["explicitids"]
+	bin := buildFixture(t, "./internal/fixtures/explicitids")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestExplicitIDFixtureChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), fixtureEnv+"="+bin, "SANDBOXKIT_FIXTURE_FILTER="+explicitIDDefectFilter)
 	data, _ := cmd.CombinedOutput()

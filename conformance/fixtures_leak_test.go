@@ -15,15 +15,29 @@ import (
 // servers (conformance/internal/fixtures) into a temporary directory.
 func buildFixtures(t *testing.T, pkgs ...string) map[string]string {
 	t.Helper()
+	return buildCommands(t, append([]string{"../cmd/sandboxkit"}, pkgs...)...)
+}
+
+// buildFixture builds one fixture server alone, for a test that runs the
+// kit in a child of its own test binary and so needs no sandboxkit command.
+func buildFixture(t *testing.T, pkg string) string {
+	t.Helper()
+	return buildCommands(t, pkg)[filepath.Base(pkg)]
+}
+
+// buildCommands builds the main packages pkgs with one go build (which
+// builds them in parallel) into a temporary directory, and returns each
+// binary's path by its package's base name.
+func buildCommands(t *testing.T, pkgs ...string) map[string]string {
+	t.Helper()
 	dir := t.TempDir()
+	out, err := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build %s: %v\n%s", strings.Join(pkgs, " "), err, out)
+	}
 	bins := map[string]string{}
-	for _, pkg := range append([]string{"../cmd/sandboxkit"}, pkgs...) {
-		bin := filepath.Join(dir, filepath.Base(pkg))
-		out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, out)
-		}
-		bins[filepath.Base(pkg)] = bin
+	for _, pkg := range pkgs {
+		bins[filepath.Base(pkg)] = filepath.Join(dir, filepath.Base(pkg))
 	}
 	return bins
 }

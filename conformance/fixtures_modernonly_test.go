@@ -27,7 +27,7 @@ func TestModernOnlyFixture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a fixture server")
 	}
-	bin := buildFixtures(t, "./internal/fixtures/modernonly")["modernonly"]
+	bin := buildFixture(t, "./internal/fixtures/modernonly")
 	cmd := exec.Command(os.Args[0], "-test.run=^TestModernOnlyFixtureChild$", "-test.count=1")
 	cmd.Env = append(os.Environ(), modernOnlyEnv+"="+bin)
 	out, err := cmd.CombinedOutput()

@@ -10,19 +10,39 @@ import (
 
 const routesEnv = "SANDBOXKIT_FAKE_ROUTES"
 
-// TestReferenceServerRouteFamilies runs the whole kit against the reference
+// routeFamilyFilter is what a route-family run runs: every spec in the
+// legacy era, and the modern era's lease and handle specs. The route family
+// is the provider configuration of the server's platform
+// (sandbox.ProviderConfig.Routes), below the MCP era: a modern request
+// creates and connects through the same platform calls as a legacy one, so
+// the legacy runs reach every create and connect path the kit drives (the
+// fault matrix and the deadline specs on both included), and the lease and
+// handle specs, which run only in the modern era, show a modern request
+// creating, connecting to and renewing sandboxes on that family.
+const routeFamilyFilter = "era-legacy || ((lease || handles) && era-modern)"
+
+// TestReferenceServerRouteFamilies runs the kit against the reference
 // server once per create/connect route family, each against a fake that
 // refuses the other family (v1 only: the reference server's default, as the
 // Python SDK; v2 only: the server configured with routes "v2", as the JS SDK
 // 2.x calls them). Each run is a child process (Ginkgo runs one suite per
-// process), and they run one after the other: two whole kits under the race
+// process), and they run one after the other: two kits under the race
 // detector at once would double the load of every spec's calls, the
-// deadline specs' included. A failure names the family it happened on and
+// deadline specs' included. The test is parallel with the other parallel
+// tests (smaller kits: cloud mode, the deadline specs over HTTP), which
+// otherwise would wait for it. A failure names the family it happened on and
 // each failed spec with its message.
+//
+// Each run is routeFamilyFilter, not both eras of every spec:
+// TestReferenceServer runs the whole kit in both eras.
 func TestReferenceServerRouteFamilies(t *testing.T) {
 	if os.Getenv(routesEnv) != "" {
 		t.Skip("inside a child run")
 	}
+	// Beside the cloud and HTTP deadline tests (go test runs at most
+	// GOMAXPROCS parallel tests at once), not after them; never beside
+	// TestReferenceServer, which is not parallel.
+	t.Parallel()
 	var failed []string
 	for _, family := range []string{"v1", "v2"} {
 		t.Run(family, func(t *testing.T) {
@@ -50,7 +70,7 @@ func TestRouteFamilyChild(t *testing.T) {
 	default:
 		t.Skip("run by TestReferenceServerRouteFamilies")
 	}
-	if !runKit(t, NewConfig(), childOptions(nil), seams) {
+	if !runKit(t, NewConfig(), childOptions(&RunOptions{LabelFilter: routeFamilyFilter}), seams) {
 		t.Fatal("the reference server fails the conformance kit")
 	}
 }
