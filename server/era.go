@@ -89,15 +89,31 @@ type modernCall struct {
 type leaseRecord struct {
 	policy    time.Duration
 	principal string
-	handle    *sandbox.Sandbox
 
-	envdOnce sync.Once
-	envd     *sandbox.Envd
+	mu     sync.Mutex
+	handle *sandbox.Sandbox // nil until a call needs the daemon
+	envd   *sandbox.Envd
 }
 
-func (l *leaseRecord) envdClient() *sandbox.Envd {
-	l.envdOnce.Do(func() { l.envd = l.handle.Envd(nil) })
-	return l.envd
+// connected returns the record's handle and daemon client, connecting on
+// the first call that needs them, asking for no lifetime (the renewal
+// after the call sets it, LEASE-2). A lifecycle call (get_sandbox,
+// set_sandbox_timeout, kill_sandbox) needs neither, so a replica that
+// reads the record for one makes no connect call (SDK-1).
+func (l *leaseRecord) connected(ctx context.Context, d *Deps, id string) (*sandbox.Sandbox, *sandbox.Envd, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handle == nil {
+		h, err := d.Platform.Connect(ctx, id, &sandbox.ConnectOptions{KeepLifetime: true})
+		if err != nil {
+			return nil, nil, err
+		}
+		l.handle = h
+	}
+	if l.envd == nil {
+		l.envd = l.handle.Envd(nil)
+	}
+	return l.handle, l.envd, nil
 }
 
 // maxLeaseRecords bounds the cache of lease records; a record dropped is
@@ -178,15 +194,6 @@ func (b *leaseBook) lookup(ctx context.Context, d *Deps, principal, id string) (
 			return nil, err
 		}
 		rec = recordFrom(md)
-		if rec.policy > 0 && rec.principal == principal {
-			// LEASE-2 renews through the handle: connect once, asking for
-			// no lifetime (the renewal after the call sets it).
-			h, err := d.Platform.Connect(ctx, id, &sandbox.ConnectOptions{KeepLifetime: true})
-			if err != nil {
-				return nil, err
-			}
-			rec.handle = h
-		}
 		if rec.policy == 0 || rec.principal == principal {
 			b.remember(id, rec)
 		}
@@ -225,7 +232,11 @@ func reachModern(ctx context.Context, d *Deps, call *modernCall, a args) (*reach
 		return nil, err
 	}
 	if rec.policy > 0 {
-		return &reached{id: id, lease: rec, envd: rec.envdClient()}, nil
+		_, envd, err := rec.connected(ctx, d, id)
+		if err != nil {
+			return nil, err
+		}
+		return &reached{id: id, lease: rec, envd: envd}, nil
 	}
 	h, err := d.Platform.Connect(ctx, id, &sandbox.ConnectOptions{KeepLifetime: true})
 	if err != nil {
@@ -238,7 +249,11 @@ func reachModern(ctx context.Context, d *Deps, call *modernCall, a args) (*reach
 // never beyond now + policy, never in the background. A sandbox the
 // platform no longer has is forgotten.
 func renewLease(ctx context.Context, d *Deps, r *reached) {
-	if err := r.lease.handle.SetTimeout(ctx, r.lease.policy); err != nil {
+	h, _, err := r.lease.connected(ctx, d, r.id)
+	if err == nil {
+		err = h.SetTimeout(ctx, r.lease.policy)
+	}
+	if err != nil {
 		if isNotFound(err) {
 			d.leases.forget(r.id)
 		}
