@@ -290,6 +290,7 @@ func (tc *TestContext) finish(ctx context.Context) {
 		// created.
 		tc.run.keep(tc)
 		tc.reportEndings()
+		tc.diagnose()
 		tc.checkLeaseEnds()
 		return
 	}

@@ -36,8 +36,7 @@ func (t *inProcessTarget) rawConnection(ctx context.Context) (mcp.Connection, er
 }
 
 func (t *stdioTarget) rawConnection(ctx context.Context) (mcp.Connection, error) {
-	tr := &stdioTransport{cmd: t.command(), terminate: t.terminate(), sniff: newStdoutSniffer()}
-	return tr.Connect(ctx)
+	return t.newTransport(t.command()).Connect(ctx)
 }
 
 func (t *inProcessTarget) endpoint(context.Context) (string, *http.Client, error) {

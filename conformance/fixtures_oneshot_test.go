@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// oneShotTrueDefects are the specs the fixed one-tool run_code fork fails
+// oneShotDefects are the specs the fixed one-tool run_code fork fails
 // under --profile one-shot, each for a defect it has:
 //   - ERR-2: a failed create comes back as plain text ("could not create a
 //     sandbox"), not {"error": {...}} (the errors matrix, on run_code's own
@@ -16,17 +16,27 @@ import (
 //   - EXEC-2: run_code has no language (run-code-bash, -javascript);
 //   - VAL-6: undefined arguments are refused by the SDK's schema check in
 //     plain text, naming no field (bounds.run-code, leakage.validation-no-echo);
-//   - TOOLS-4: it negotiates 2026-07-28, a version without sessions;
 //   - TOOLS-3: its results are plain text, not structuredContent.
-var oneShotTrueDefects = []string{
+//
+// The fork's SDK serves 2026-07-28 requests too (TOOLS-4 allows it), and
+// the same defects show there: oneShotTrueDefects names each in both eras.
+var oneShotDefects = []string{
 	"bounds.run-code",
 	"errors.malformed", "errors.reset", "errors.status-400", "errors.status-401", "errors.status-403",
 	"errors.status-404", "errors.status-409", "errors.status-429", "errors.status-500", "errors.status-502",
 	"errors.status-503", "errors.status-504",
 	"exec.run-code-bash", "exec.run-code-default-python", "exec.run-code-javascript",
 	"leakage.validation-no-echo",
-	"protocol.session-versions",
 }
+
+// oneShotTrueDefects is oneShotDefects in both eras, in report order.
+var oneShotTrueDefects = func() []string {
+	var ids []string
+	for _, id := range oneShotDefects {
+		ids = append(ids, id, runID(id, EraModern))
+	}
+	return ids
+}()
 
 // TestKitOneShotProfile runs the kit with --profile one-shot against the
 // fixed fork of the one-tool run_code fixture: what needs other tools or a

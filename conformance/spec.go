@@ -191,7 +191,10 @@ func RequiredSpecs(mode evidence.Mode) []string {
 		}
 		switch mode {
 		case evidence.ModeCloud:
-			if !s.NeedsFake {
+			// A cloud run speaks 2025 sessions only (it does not probe
+			// 2026-07-28), so the rules of modern requests (section 13)
+			// and the comparison of the eras are not asked of it.
+			if !s.NeedsFake && !leaseFamily(s.Family) && !s.comparesEras() {
 				ids = append(ids, s.ID)
 			}
 		case evidence.ModeLoopback:

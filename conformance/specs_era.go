@@ -147,9 +147,16 @@ func modernHTTP(ctx context.Context, hc *http.Client, method, url, body string) 
 	return resp
 }
 
+// comparesEras reports whether the spec needs a server that serves both
+// eras to the kit: a cloud run, which speaks 2025 sessions only, skips it.
+func (spec Spec) comparesEras() bool { return spec.ID == toolsListAcrossErasID }
+
+// toolsListAcrossErasID is TOOLS-6's spec.
+const toolsListAcrossErasID = "protocol.tools-list-across-eras"
+
 func specToolsListAcrossEras() Spec {
 	return Spec{
-		ID: "protocol.tools-list-across-eras", Rules: []string{"TOOLS-6"},
+		ID: toolsListAcrossErasID, Rules: []string{"TOOLS-6"},
 		Title: "gives a byte-identical tools/list to a 2025 session and a 2026-07-28 request",
 		Body: func(ctx context.Context, tc *TestContext) {
 			if !tc.run.servesModern || !tc.run.servesLegacy {

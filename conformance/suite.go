@@ -191,6 +191,9 @@ func (r *runState) stop() {
 // the kit's SDK on the real platform).
 func (r *runState) newTestContext(spec Spec, era Era) *TestContext {
 	tc := &TestContext{Config: r.cfg, run: r, specID: runID(spec.ID, era), era: era}
+	if st, ok := r.target.(*stdioTarget); ok {
+		st.beginSpec()
+	}
 	if r.cloud != nil {
 		tc.Platform = r.cloud.platform
 		return tc

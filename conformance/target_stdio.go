@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -25,8 +26,8 @@ type stdioTarget struct {
 	settle time.Duration
 	log    lockedBuffer
 
-	mu   sync.Mutex
-	last *stdioTransport // the transport of the process started last
+	mu      sync.Mutex
+	started []*stdioTransport // the processes started since the spec began
 }
 
 func (t *stdioTarget) start(ctx context.Context) error {
@@ -58,10 +59,7 @@ func (t *stdioTarget) connect(ctx context.Context, version string) (*clientConn,
 // the line, not the JSON decoder's.
 func (t *stdioTarget) startSession(ctx context.Context, version string) (*mcp.ClientSession, *exec.Cmd, *stdioTransport, error) {
 	cmd := t.command()
-	tr := &stdioTransport{cmd: cmd, terminate: t.terminate(), sniff: newStdoutSniffer()}
-	t.mu.Lock()
-	t.last = tr
-	t.mu.Unlock()
+	tr := t.newTransport(cmd)
 	cs, err := newClient().Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		if cmd.Process != nil {
@@ -75,16 +73,37 @@ func (t *stdioTarget) startSession(ctx context.Context, version string) (*mcp.Cl
 	return cs, cmd, tr, nil
 }
 
-// nonJSON returns the first non-JSON line on stdout of the server process
-// started last, or "".
+// newTransport is the transport of a new server process, whose stdout the
+// target watches for the spec under way.
+func (t *stdioTarget) newTransport(cmd *exec.Cmd) *stdioTransport {
+	tr := &stdioTransport{cmd: cmd, terminate: t.terminate(), sniff: newStdoutSniffer()}
+	t.mu.Lock()
+	t.started = append(t.started, tr)
+	t.mu.Unlock()
+	return tr
+}
+
+// beginSpec forgets the processes of earlier specs: a spec's diagnosis
+// reads only the stdout of the processes started for it.
+func (t *stdioTarget) beginSpec() {
+	t.mu.Lock()
+	t.started = nil
+	t.mu.Unlock()
+}
+
+// nonJSON returns the first non-JSON line on stdout of a server process
+// started since the spec began (a legacy session's, or one of a modern
+// request's), or "".
 func (t *stdioTarget) nonJSON() string {
 	t.mu.Lock()
-	tr := t.last
+	started := slices.Clone(t.started)
 	t.mu.Unlock()
-	if tr == nil {
-		return ""
+	for _, tr := range started {
+		if line := tr.sniff.nonJSON(); line != "" {
+			return line
+		}
 	}
-	return tr.sniff.nonJSON()
+	return ""
 }
 
 // connectShutdown starts the server command for one session and returns the
