@@ -10,7 +10,7 @@ import (
 // required specs and the absence of secrets. With Cloud set it would refuse
 // it, since loopback evidence is no cloud evidence.
 func ExampleVerify() {
-	dir := "records/loopback/2026-12-03"
+	dir := "records/loopback/2026-12-04"
 	fmt.Println(evidence.Verify(dir, nil))
 	err := evidence.Verify(dir, &evidence.VerifyOptions{Cloud: true})
 	fmt.Println(err != nil)

@@ -273,7 +273,7 @@ func TestGitIgnoresWhatTheDocumentedCommandsLeave(t *testing.T) {
 	if err := exec.Command(git, "-C", repoRoot, "rev-parse", "--is-inside-work-tree").Run(); err != nil {
 		t.Skip("not in a Git work tree")
 	}
-	for _, path := range []string{"bin/sandboxkit", "sandboxkit", "compat/node_modules/x", "evidence/records/loopback/2026-12-03.html"} {
+	for _, path := range []string{"bin/sandboxkit", "sandboxkit", "compat/node_modules/x", "evidence/records/loopback/2026-12-04.html"} {
 		if err := exec.Command(git, "-C", repoRoot, "check-ignore", "-q", "--no-index", path).Run(); err != nil {
 			t.Errorf(".gitignore does not cover %s, which a documented command can leave", path)
 		}
