@@ -262,22 +262,7 @@ func (p *Provider) startFromSnapshot(snap *snapshotRecord, timeout time.Duration
 	if im, ok := s.daemon.(imager); ok && snap.image != nil {
 		im.Restore(snap.image)
 	}
-	var rep reply
-	p.update(func(now time.Time) []Daemon {
-		if p.runningCountLocked() >= p.limit {
-			rep = p.limitReply()
-			if s.daemon != nil {
-				return []Daemon{s.daemon}
-			}
-			return nil
-		}
-		s.startedAt = now
-		s.endAt = p.clampEnd(s, now, timeout)
-		p.sandboxes[s.id] = s
-		rep = reply{status: http.StatusCreated}
-		return nil
-	})
-	return s, rep
+	return s, p.admit(s, timeout)
 }
 
 // handleCreateSnapshot serves POST /sandboxes/{sandboxID}/snapshots

@@ -223,21 +223,7 @@ func (p *Provider) handleCreate(w http.ResponseWriter, r *http.Request, v2 bool)
 		im.Restore(snap.image) // a sandbox from a snapshot starts as its source was
 	}
 
-	var rep reply
-	p.update(func(now time.Time) []Daemon {
-		if p.runningCountLocked() >= p.limit {
-			rep = p.limitReply()
-			if s.daemon != nil {
-				return []Daemon{s.daemon}
-			}
-			return nil
-		}
-		s.startedAt = now
-		s.endAt = p.clampEnd(s, now, timeout)
-		p.sandboxes[s.id] = s
-		rep = reply{status: http.StatusCreated, body: s.sandboxJSON()}
-		return nil
-	})
+	rep := p.admit(s, timeout)
 	p.write(w, r, rep)
 }
 
@@ -269,6 +255,28 @@ func checkCreateShapes(body *newSandboxBody, schema string) (string, bool) {
 }
 
 // limitReply is the 429 the platform gives beyond the concurrency limit.
+// admit starts s running from now for timeout, under the concurrency
+// limit: past the limit it stops s's daemon and returns the limit's reply;
+// otherwise 201 with the sandbox, read under the provider's lock.
+func (p *Provider) admit(s *sandboxRecord, timeout time.Duration) reply {
+	var rep reply
+	p.update(func(now time.Time) []Daemon {
+		if p.runningCountLocked() >= p.limit {
+			rep = p.limitReply()
+			if s.daemon != nil {
+				return []Daemon{s.daemon}
+			}
+			return nil
+		}
+		s.startedAt = now
+		s.endAt = p.clampEnd(s, now, timeout)
+		p.sandboxes[s.id] = s
+		rep = reply{status: http.StatusCreated, body: s.sandboxJSON()}
+		return nil
+	})
+	return rep
+}
+
 func (p *Provider) limitReply() reply {
 	return reply{status: http.StatusTooManyRequests, msg: fmt.Sprintf(msgSandboxLimit, p.limit)}
 }
