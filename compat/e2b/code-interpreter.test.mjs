@@ -5,22 +5,14 @@
 // template/server at 7df1757, file), never the fake. The fake runs Python as
 // a Starlark dialect and JavaScript in goja (internal/fakecodeinterp): these
 // programs stay inside what both run.
-import { test, after, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sandbox, NotFoundError, InvalidArgumentError, TimeoutError } from '@e2b/code-interpreter';
-import { startFakeProvider, useFakeEnv } from '../lib/sandboxkit.mjs';
+import { sandboxForFile } from '../lib/sandboxkit.mjs';
 
-let fake, sbx;
-before(async () => {
-  fake = await startFakeProvider();
-  useFakeEnv(fake.env);
-  // index.mjs:685: the default template is code-interpreter-v1.
-  sbx = await Sandbox.create();
-});
-after(async () => {
-  await sbx?.kill().catch(() => {});
-  await fake?.stop();
-});
+// index.mjs:685: the default template is code-interpreter-v1.
+let sbx;
+sandboxForFile(Sandbox, (_, s) => { sbx = s; });
 
 // index.mjs:489-560 runCode posts /execute and reads JSON lines; 225-261
 // parseOutput: stdout/stderr lines go to logs and the callbacks, "result" to

@@ -2,21 +2,13 @@
 // envd. Each check cites what the SDK does (compat/node_modules/e2b/dist/
 // index.mjs line) or what envd does (e2b-dev/infra at 54693ff, file), never
 // the fake.
-import { test, after, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Sandbox, CommandExitError, TimeoutError, SandboxNotFoundError } from 'e2b';
-import { startFakeProvider, useFakeEnv, withTimeout } from '../lib/sandboxkit.mjs';
+import { sandboxForFile, withTimeout } from '../lib/sandboxkit.mjs';
 
-let fake, sbx;
-before(async () => {
-  fake = await startFakeProvider();
-  useFakeEnv(fake.env);
-  sbx = await Sandbox.create();
-});
-after(async () => {
-  await sbx?.kill().catch(() => {});
-  await fake?.stop();
-});
+let sbx;
+sandboxForFile(Sandbox, (_, s) => { sbx = s; });
 
 // index.mjs:4550 run() = start() + wait(); 2333 wait() resolves
 // {exitCode, error, stdout, stderr} when the end event has exit code 0.

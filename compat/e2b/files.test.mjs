@@ -2,25 +2,17 @@
 // envd. Each check cites what the SDK does (compat/node_modules/e2b/dist/
 // index.mjs line) or what envd does (e2b-dev/infra at 54693ff, file), never
 // the fake.
-import { test, after, before } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { gunzipSync } from 'node:zlib';
 import { Sandbox, FileType, FileNotFoundError, InvalidArgumentError, TimeoutError } from 'e2b';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { sandboxkitBin, startFakeProvider, useFakeEnv, withTimeout } from '../lib/sandboxkit.mjs';
+import { sandboxkitBin, sandboxForFile, withTimeout } from '../lib/sandboxkit.mjs';
 
 let fake, sbx;
-before(async () => {
-  fake = await startFakeProvider();
-  useFakeEnv(fake.env);
-  sbx = await Sandbox.create();
-});
-after(async () => {
-  await sbx?.kill().catch(() => {});
-  await fake?.stop();
-});
+sandboxForFile(Sandbox, (f, s) => { fake = f; sbx = s; });
 
 // index.mjs:1931 write(path, data) uploads one file (multipart, field
 // "file") and answers {name, path, type} (index.mjs:2009); 1869 read

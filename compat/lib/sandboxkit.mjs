@@ -4,6 +4,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { after, before } from 'node:test';
 
 /** The sandboxkit binary under test. */
 export function sandboxkitBin() {
@@ -67,4 +68,24 @@ export async function withTimeout(promise, ms, what) {
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * One fake provider and one sandbox of `SandboxClass` (the SDK's `Sandbox`)
+ * for a whole test file: a before hook starts the fake, points the SDK at it
+ * and creates the sandbox, then hands both to `set`; an after hook kills the
+ * sandbox and stops the fake.
+ */
+export function sandboxForFile(SandboxClass, set) {
+  let fake, sbx;
+  before(async () => {
+    fake = await startFakeProvider();
+    useFakeEnv(fake.env);
+    sbx = await SandboxClass.create();
+    set(fake, sbx);
+  });
+  after(async () => {
+    await sbx?.kill().catch(() => {});
+    await fake?.stop();
+  });
 }

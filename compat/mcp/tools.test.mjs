@@ -18,71 +18,14 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { connectHTTP, connectStdio, loopbackURL, startHTTPServer } from '../lib/mcp.mjs';
+import { resultChecks } from '../lib/results.mjs';
 
 // The contract's tools (TOOLS-1): compat/tools.json, generated from the tool
 // table of conformance/contract/tools.md by go generate ./internal/toolset.
 const CONTRACT_TOOLS = JSON.parse(readFileSync(new URL('../tools.json', import.meta.url), 'utf8'));
 const TOOLS = CONTRACT_TOOLS.map((t) => t.name);
 
-// The fixed error categories (ERR-2).
-const CATEGORIES = ['invalid_argument', 'not_found', 'unauthenticated', 'permission_denied', 'conflict',
-  'rate_limited', 'timeout', 'unavailable', 'provider_error', 'internal'];
-
-/** Calls a tool through the official client; a thrown error fails the check. */
-async function call(client, name, args) {
-  try {
-    return await client.callTool({ name, arguments: args });
-  } catch (err) {
-    assert.fail(`${name}(${JSON.stringify(args)}): the official client threw instead of returning a result: ${err.message}`);
-  }
-}
-
-/** The text of a result's one text block. */
-function textOf(name, result) {
-  const texts = result.content.filter((c) => c.type === 'text');
-  assert.equal(texts.length, 1, `${name}: want one text block, got ${JSON.stringify(result.content)}`);
-  return texts[0].text;
-}
-
-/** A success (TOOLS-3): structuredContent, and the same JSON in the text. */
-async function ok(client, name, args) {
-  const result = await call(client, name, args);
-  assert.notEqual(result.isError, true, `${name}(${JSON.stringify(args)}): unexpected tool error ${JSON.stringify(result.content)}`);
-  assert.equal(typeof result.structuredContent, 'object', `${name}: no structuredContent`);
-  const fromText = JSON.parse(textOf(name, result));
-  let expected = result.structuredContent;
-  if (name === 'download_file' && !('data_base64' in fromText)) {
-    // TOOLS-3: an inline download's text leaves out data_base64, which
-    // travels once, in structuredContent.
-    const { data_base64: _bytes, ...rest } = expected;
-    expected = rest;
-  }
-  assert.deepEqual(fromText, expected, `${name}: text block differs from structuredContent`);
-  return result.structuredContent;
-}
-
-/**
- * A tool error (ERR-1, ERR-2): isError, no structuredContent, and the error
- * JSON in the text block, where a model reads the category and the hint.
- */
-async function fails(client, name, args, category, { field, code } = {}) {
-  const result = await call(client, name, args);
-  const what = `${name}(${JSON.stringify(args)})`;
-  assert.equal(result.isError, true, `${what}: want a tool error, got ${JSON.stringify(result)}`);
-  assert.equal(result.structuredContent, undefined, `${what}: a tool error carries structuredContent`);
-  const { error, ...rest } = JSON.parse(textOf(name, result));
-  assert.deepEqual(rest, {}, `${what}: the text block holds more than {"error": {...}}`);
-  assert.ok(CATEGORIES.includes(error.category), `${what}: category ${error.category} is not one of the fixed set`);
-  assert.equal(error.category, category, `${what}: category`);
-  assert.equal(typeof error.recovery, 'string', `${what}: no recovery hint`);
-  assert.ok(error.recovery.length > 0, `${what}: empty recovery hint`);
-  for (const k of Object.keys(error)) {
-    assert.ok(['category', 'http_status', 'code', 'field', 'recovery'].includes(k), `${what}: error member ${k} outside ERR-2`);
-  }
-  if (field !== undefined) assert.equal(error.field, field, `${what}: field`);
-  if (code !== undefined) assert.equal(error.code, code, `${what}: code`);
-  return error;
-}
+const { ok, fails } = resultChecks('the official client');
 
 /** Every tool, in success and error paths, in one session. */
 async function exerciseEveryTool(client) {
