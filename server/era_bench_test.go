@@ -69,7 +69,7 @@ func (r *eraRig) client(b *testing.B, version string) *mcp.ClientSession {
 var eraVersions = map[string]string{"legacy": "2025-11-25", "modern": server.ModernProtocolVersion}
 
 // BenchmarkEras runs both eras side by side on one server: for each tool
-// and concurrency, rounds of legacy calls and rounds of modern calls
+// and concurrency, short rounds of legacy calls and of modern calls
 // alternate (which goes first alternates too), so that a machine whose
 // load changes during the run slows both alike and the ratio stays
 // meaningful. b.N is the number of calls per era. It reports each era's
@@ -86,8 +86,10 @@ func BenchmarkEras(b *testing.B) {
 	}
 }
 
-// eraRounds is how many rounds each era's calls are split into.
-const eraRounds = 10
+// eraRoundCalls is how many calls of one era a round makes at
+// concurrency conc: enough to keep every client busy, few enough that the
+// eras alternate many times a second.
+func eraRoundCalls(conc int) int64 { return int64(max(32, 8*conc)) }
 
 // eraTally is what one era's rounds added up to.
 type eraTally struct {
@@ -114,14 +116,9 @@ func benchEras(b *testing.B, tool string, conc int) {
 	}
 	tallies := map[string]*eraTally{"legacy": {}, "modern": {}}
 	b.ResetTimer()
-	for round := range eraRounds {
-		n := int64(b.N) / eraRounds
-		if round < b.N%eraRounds {
-			n++
-		}
-		if n == 0 {
-			continue
-		}
+	for round, done := 0, int64(0); done < int64(b.N); round++ {
+		n := min(eraRoundCalls(conc), int64(b.N)-done)
+		done += n
 		order := eras
 		if round%2 == 1 {
 			order = []string{eras[1], eras[0]}
