@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -73,7 +74,9 @@ var eraVersions = map[string]string{"legacy": "2025-11-25", "modern": server.Mod
 // alternate (which goes first alternates too), so that a machine whose
 // load changes during the run slows both alike and the ratio stays
 // meaningful. b.N is the number of calls per era. It reports each era's
-// calls per second, the modern/legacy ratio, the bytes allocated per call
+// calls per second and their modern/legacy ratio; the CPU time per call
+// (the whole process) and legacy's over modern's, which a busy machine
+// does not distort as it does calls per second; the bytes allocated per call
 // (the whole process: client, server and fake provider) and the provider
 // requests per call (control plane and daemon, from the fake's journal).
 func BenchmarkEras(b *testing.B) {
@@ -95,12 +98,14 @@ func eraRoundCalls(conc int) int64 { return int64(max(32, 8*conc)) }
 type eraTally struct {
 	calls    int64
 	elapsed  time.Duration
+	cpu      time.Duration
 	bytes    uint64
 	requests int
 }
 
 func (t *eraTally) report(b *testing.B, era string) {
 	b.ReportMetric(float64(t.calls)/t.elapsed.Seconds(), era+"-calls/s")
+	b.ReportMetric(float64(t.cpu.Microseconds())/float64(t.calls), era+"-cpu-us/call")
 	b.ReportMetric(float64(t.bytes)/float64(t.calls), era+"-B/call")
 	b.ReportMetric(float64(t.requests)/float64(t.calls), era+"-provider-req/call")
 }
@@ -133,6 +138,9 @@ func benchEras(b *testing.B, tool string, conc int) {
 	}
 	l, m := tallies["legacy"], tallies["modern"]
 	b.ReportMetric((float64(m.calls)/m.elapsed.Seconds())/(float64(l.calls)/l.elapsed.Seconds()), "modern/legacy")
+	// CPU time per call does not depend on what else the machine runs:
+	// legacy's over modern's is the calls/s ratio of a saturated server.
+	b.ReportMetric((l.cpu.Seconds()/float64(l.calls))/(m.cpu.Seconds()/float64(m.calls)), "cpu-legacy/modern")
 }
 
 // add runs n calls over ops and adds their time, allocation and provider
@@ -141,13 +149,25 @@ func (t *eraTally) add(r *eraRig, ops []func(), n int64) {
 	r.fake.Journal().Reset()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
+	cpu := processCPU()
 	start := time.Now()
 	runCalls(ops, n)
 	t.elapsed += time.Since(start)
+	t.cpu += processCPU() - cpu
 	runtime.ReadMemStats(&after)
 	t.calls += n
 	t.bytes += after.TotalAlloc - before.TotalAlloc
 	t.requests += r.fake.Journal().Len()
+}
+
+// processCPU is the CPU time (user and system) this process has used:
+// client, server and fake provider together.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // eraLoad connects conc clients of one protocol version, each with a
