@@ -104,7 +104,8 @@ func ListSandboxes(deps *Deps) Tool {
 		Description: "List the sandboxes the configured account can see at a provider, one page at a time. " +
 			"Page with limit and offset (a larger offset gives the next page); the result has no total count and no cursor. " +
 			"Listing never creates a sandbox, never changes a session's default sandbox, and never makes a listed " +
-			"sandbox one that a session destroys when it ends.",
+			"sandbox one that a session destroys when it ends. In a 2026-07-28 request from a caller authenticated by a bearer token, " +
+			"it lists only the sandboxes that this caller's 2026-07-28 requests created.",
 		InputSchema:  in,
 		OutputSchema: out,
 	}
@@ -114,6 +115,12 @@ func ListSandboxes(deps *Deps) Tool {
 		opts := &sandbox.ListOptions{Provider: a.str("provider"), Region: a.str("region"), Limit: limit, Offset: offset}
 		if a.has("status") {
 			opts.States = []sandbox.State{sandbox.State(a.str("status"))}
+		}
+		if sess.modern != nil && sess.modern.principal != LocalPrincipal {
+			// HANDLE-1: an authenticated principal lists only what its
+			// modern requests created, through the platform's own
+			// metadata filter, so that paging stays the platform's.
+			opts.Metadata = map[string]string{PrincipalTagKey: sess.modern.principal}
 		}
 		infos, err := deps.Platform.List(ctx, opts) // LIST-6
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -218,6 +219,43 @@ func TestModernPrincipals(t *testing.T) {
 	})
 	if _, ok := h.fp.Sandbox(id); !ok {
 		t.Error("bob's kill reached alice's sandbox")
+	}
+}
+
+// HANDLE-1: a modern list_sandboxes of an authenticated principal shows
+// only what that principal's modern requests created, filtered by the
+// platform (the metadata query of GET /v2/sandboxes), never another
+// principal's sandboxes nor ones the server cannot attribute.
+func TestModernListOnlyOwnPrincipal(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
+	as := func(tok string) *client {
+		return connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}))
+	}
+	alice, bob := as("token-of-alice-123"), as("token-of-bob-4567")
+	created := map[string][]string{}
+	for who, c := range map[string]*client{"alice": alice, "bob": bob} {
+		for range 2 {
+			created[who] = append(created[who], c.ok("create_sandbox", nil)["sandbox_id"].(string))
+		}
+	}
+	h.fp.AddSandbox(fakeprovider.SandboxSeed{}) // not created by this server: nobody's to list
+	for who, c := range map[string]*client{"alice": alice, "bob": bob} {
+		h.fp.Journal().Reset()
+		var got []string
+		for _, it := range c.ok("list_sandboxes", nil)["sandboxes"].([]any) {
+			got = append(got, it.(map[string]any)["sandbox_id"].(string))
+		}
+		slices.Sort(got)
+		want := slices.Sorted(slices.Values(created[who]))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s lists %v, want exactly %v", who, got, want)
+		}
+		for _, e := range h.fp.Journal().Calls(sandbox.OpListSandboxes) {
+			if q := e.Query.Get("metadata"); q != PrincipalTagKey+"="+who {
+				t.Errorf("%s's list asked the platform with metadata %q, want the principal filter", who, q)
+			}
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -123,9 +124,25 @@ func New(deps *Deps, opts *Options) (*Server, error) {
 			return nil, fmt.Errorf("server: duplicate tool %q", t.Name())
 		}
 		s.names[t.Name()] = true
-		s.mcp.AddTool(t.Def, s.toolHandler(t))
+		s.mcp.AddTool(wireDef(t.Def), s.toolHandler(t))
 	}
 	return s, nil
+}
+
+// wireDef is the definition the SDK serves: def with its input schema
+// marshalled once. The SDK reads the input schema of the called tool on
+// every 2026-07-28 HTTP request (for x-mcp-header annotations), marshalling
+// it each time; marshalling a *jsonschema.Schema is costly, copying bytes
+// is not. tools/list is the same bytes either way (the arguments are
+// validated by [Tool.validate], not by the SDK).
+func wireDef(def *mcp.Tool) *mcp.Tool {
+	raw, err := json.Marshal(def.InputSchema)
+	if err != nil {
+		panic(fmt.Sprintf("server: tool %q: input schema: %v", def.Name, err)) // newTool checked it
+	}
+	wire := *def
+	wire.InputSchema = json.RawMessage(raw)
+	return &wire
 }
 
 // serverCapabilities are what server/discover and initialize declare, the

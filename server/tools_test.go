@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -239,4 +240,42 @@ func TestProtocolVersions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The schemas tools/list serves are the tools' definitions, though the
+// server hands the SDK each input schema marshalled once (wireDef).
+func TestToolsListServesTheDefinitions(t *testing.T) {
+	h := newHarness(t, nil)
+	res, err := h.connect().cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := map[string]*mcp.Tool{}
+	for _, tool := range res.Tools {
+		served[tool.Name] = tool
+	}
+	for _, tool := range AllTools(&Deps{}) {
+		got, ok := served[tool.Name()]
+		if !ok {
+			t.Errorf("tools/list lacks %s", tool.Name())
+			continue
+		}
+		if a, b := asJSONValue(t, got.InputSchema), asJSONValue(t, tool.Def.InputSchema); !reflect.DeepEqual(a, b) {
+			t.Errorf("%s: tools/list serves input schema %v, the definition is %v", tool.Name(), a, b)
+		}
+	}
+}
+
+// asJSONValue is v marshalled and read back as plain JSON values.
+func asJSONValue(t *testing.T, v any) any {
+	t.Helper()
+	data, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
