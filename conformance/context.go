@@ -34,7 +34,10 @@ type TestContext struct {
 	// cross-checking the server; nil against the fake.
 	Platform *sandbox.Platform
 
-	run    *runState
+	run *runState
+	// target is the server the spec reaches: the run's, or for a Process
+	// spec of an in-process run, the reference server's command.
+	target target
 	specID string
 	// era is the era of the spec's run.
 	era Era
@@ -113,7 +116,7 @@ type Session struct {
 func (tc *TestContext) Kind() TargetKind { return tc.Config.Kind() }
 
 // Logs returns what the server under test has logged so far (its stderr).
-func (tc *TestContext) Logs() string { return tc.run.target.logs() }
+func (tc *TestContext) Logs() string { return tc.target.logs() }
 
 // OpenConnections returns the loopback connections open to the fake now;
 // it is 0 for the in-process target, which uses no sockets.
@@ -163,7 +166,7 @@ func (tc *TestContext) Connect(ctx context.Context) *Session {
 func (tc *TestContext) ConnectVersion(ctx context.Context, version string) (*Session, error) {
 	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
 	defer cancel()
-	conn, err := tc.run.target.connect(cctx, version)
+	conn, err := tc.target.connect(cctx, version)
 	if err != nil {
 		return nil, err
 	}

@@ -32,6 +32,11 @@ type runState struct {
 	hub    *fakeHub      // fake modes
 	cloud  *cloudBackend // cloud mode
 	target target
+	// processCmd is the reference server's command (RunOptions), and
+	// process, in an in-process run given it, the target of the Process
+	// specs (target_process.go).
+	processCmd []string
+	process    target
 	tools  map[string]*mcp.Tool // by contract name
 	server *mcp.Implementation
 	// clients checks every result as the official clients read it (TOOLS-5).
@@ -120,6 +125,10 @@ func (r *runState) start(ctx context.Context) error {
 		r.stop()
 		return err
 	}
+	if err := r.startProcess(ctx, env); err != nil {
+		r.stop()
+		return err
+	}
 	if err := r.discover(ctx); err != nil {
 		r.stop()
 		return err
@@ -190,8 +199,8 @@ func (r *runState) stop() {
 // newTestContext gives a spec a fresh fake provider (or, in cloud mode,
 // the kit's SDK on the real platform).
 func (r *runState) newTestContext(spec Spec, era Era) *TestContext {
-	tc := &TestContext{Config: r.cfg, run: r, specID: runID(spec.ID, era), era: era}
-	if st, ok := r.target.(*stdioTarget); ok {
+	tc := &TestContext{Config: r.cfg, run: r, target: r.targetOf(spec), specID: runID(spec.ID, era), era: era}
+	if st, ok := tc.target.(*stdioTarget); ok {
 		st.beginSpec()
 	}
 	if r.cloud != nil {
