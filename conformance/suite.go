@@ -37,8 +37,8 @@ type runState struct {
 	// specs (target_process.go).
 	processCmd []string
 	process    target
-	tools  map[string]*mcp.Tool // by contract name
-	server *mcp.Implementation
+	tools      map[string]*mcp.Tool // by contract name
+	server     *mcp.Implementation
 	// clients checks every result as the official clients read it (TOOLS-5).
 	clients clientCheck
 	// advertised is every tool name the server listed, in its order.
