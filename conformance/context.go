@@ -34,16 +34,17 @@ type TestContext struct {
 	// cross-checking the server; nil against the fake.
 	Platform *sandbox.Platform
 
-	run *runState
-	// target is the server the spec reaches: the run's, or for a Process
-	// spec of an in-process run, the reference server's command.
-	target target
+	run    *runState
 	specID string
 	// era is the era of the spec's run.
 	era Era
 	// latestMovedEnd is the latest end the spec gave a sandbox at the
 	// fake itself (see movedEnd), under mu.
 	latestMovedEnd time.Time
+
+	// target is the server the spec reaches: the run's, or for a Process
+	// spec of an in-process run, the reference server's command.
+	target target
 
 	mu         sync.Mutex
 	sessions   []*Session

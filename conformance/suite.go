@@ -32,13 +32,8 @@ type runState struct {
 	hub    *fakeHub      // fake modes
 	cloud  *cloudBackend // cloud mode
 	target target
-	// processCmd is the reference server's command (RunOptions), and
-	// process, in an in-process run given it, the target of the Process
-	// specs (target_process.go).
-	processCmd []string
-	process    target
-	tools      map[string]*mcp.Tool // by contract name
-	server     *mcp.Implementation
+	tools  map[string]*mcp.Tool // by contract name
+	server *mcp.Implementation
 	// clients checks every result as the official clients read it (TOOLS-5).
 	clients clientCheck
 	// advertised is every tool name the server listed, in its order.
@@ -53,6 +48,12 @@ type runState struct {
 	// servesLegacy is whether the server answers 2025 sessions (a
 	// modern-only server does not).
 	servesLegacy bool
+
+	// processCmd is the reference server's command (RunOptions), and
+	// process, in an in-process run given it, the target of the Process
+	// specs (target_process.go).
+	processCmd []string
+	process    target
 
 	mu            sync.Mutex
 	transcripts   map[string][]Exchange // by spec ID
