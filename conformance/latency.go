@@ -33,6 +33,10 @@ type latencyGauge struct {
 	mu    sync.Mutex
 	worst time.Duration
 	all   []time.Duration
+	// pending is when the watch's no-op call now in flight started (zero
+	// when none is): a machine too busy to answer it has been slow at
+	// least that long, before the call returns to say so.
+	pending time.Time
 }
 
 // noopCall makes one call that does no work on s and returns how long it
@@ -96,7 +100,9 @@ func (g *latencyGauge) watch(ctx context.Context, s *Session, limit time.Duratio
 			case <-tick.C:
 			}
 			cctx, ccancel := context.WithTimeout(wctx, limit)
+			g.setPending(time.Now())
 			took, err := noopCall(cctx, s)
+			g.setPending(time.Time{})
 			ccancel()
 			if wctx.Err() != nil {
 				return // cut short by stop: not a measurement
@@ -110,12 +116,26 @@ func (g *latencyGauge) watch(ctx context.Context, s *Session, limit time.Duratio
 	return func() { cancel(); <-done }
 }
 
+// setPending records when the watch's no-op call in flight started (the
+// zero time: none is).
+func (g *latencyGauge) setPending(at time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pending = at
+}
+
 // slack returns the measured allowance: latencyScale times the slowest
-// no-op round trip seen so far.
+// no-op round trip seen so far, or the age of the one in flight when that
+// is longer (a starved machine answers no no-op call until it is
+// scheduled, and a bound read meanwhile must not be the idle one).
 func (g *latencyGauge) slack() time.Duration {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	return latencyScale * g.worst
+	worst := g.worst
+	if !g.pending.IsZero() {
+		worst = max(worst, time.Since(g.pending))
+	}
+	return latencyScale * worst
 }
 
 // samples returns how many round trips were measured.
@@ -222,4 +242,32 @@ func (tc *TestContext) measureLoad(ctx context.Context) {
 		tc.load.measure(ctx, s, latencySamples, tc.Config.CallTimeout)
 		_ = s.Close(ctx) // allow may come after the spec's sessions closed
 	})
+}
+
+// worstRoundTrip returns the slowest round trip measured (0 before any).
+func (g *latencyGauge) worstRoundTrip() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.worst
+}
+
+// derivedDeadlineScale is how many of the slowest no-op round trips
+// measured at a deadline spec's start make the provider deadline the kit
+// gives a reference server of its own in an in-process run: a healthy
+// provider request to the in-process fake on loopback costs a few no-op
+// round trips on the same machine at the same time, so the deadline stays
+// far above any healthy call while the specs hold each faulted call for it.
+const derivedDeadlineScale = 40
+
+// minDerivedDeadline is the least derived provider deadline: on an idle
+// machine a no-op takes microseconds, and a deadline of a few milliseconds
+// would time out healthy calls on the first scheduling hiccup.
+const minDerivedDeadline = 500 * time.Millisecond
+
+// derivedDeadline is the provider deadline derived from the slowest no-op
+// round trip measured now: derivedDeadlineScale of them, at least
+// minDerivedDeadline and at most d, the deadline the run would otherwise
+// use.
+func derivedDeadline(d, worst time.Duration) time.Duration {
+	return min(d, max(minDerivedDeadline, derivedDeadlineScale*worst))
 }
