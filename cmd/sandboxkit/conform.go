@@ -75,7 +75,9 @@ grace (half of it, plus a slack measured on the server in the same run). Tell th
 --provider-deadline, and start the server with it: for the reference server,
 "serve --provider-timeout 2s --file-timeout 2s". Without it they are skipped
 for a server in another process (failed with --require-all). The in-process
-reference server gets 2s.
+reference server gets 2s; for errors.hang and errors.drip, which wait the
+deadline out, a reference server of their own gets 100 no-op round trips
+measured at the spec's start (at least 1s, at most 2s).
 
 Parallel processes: the specs mostly wait, so the kit runs them in --procs
 processes of itself (default 4), each with its own fake provider and its own
