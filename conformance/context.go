@@ -42,6 +42,10 @@ type TestContext struct {
 	// fake itself (see movedEnd), under mu.
 	latestMovedEnd time.Time
 
+	// target is the server the spec reaches: the run's, or for a Process
+	// spec of an in-process run, the reference server's command.
+	target target
+
 	mu         sync.Mutex
 	sessions   []*Session
 	transcript []Exchange
@@ -113,7 +117,7 @@ type Session struct {
 func (tc *TestContext) Kind() TargetKind { return tc.Config.Kind() }
 
 // Logs returns what the server under test has logged so far (its stderr).
-func (tc *TestContext) Logs() string { return tc.run.target.logs() }
+func (tc *TestContext) Logs() string { return tc.target.logs() }
 
 // OpenConnections returns the loopback connections open to the fake now;
 // it is 0 for the in-process target, which uses no sockets.
@@ -163,7 +167,7 @@ func (tc *TestContext) Connect(ctx context.Context) *Session {
 func (tc *TestContext) ConnectVersion(ctx context.Context, version string) (*Session, error) {
 	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
 	defer cancel()
-	conn, err := tc.run.target.connect(cctx, version)
+	conn, err := tc.target.connect(cctx, version)
 	if err != nil {
 		return nil, err
 	}
@@ -343,9 +347,13 @@ func (tc *TestContext) Seed(seed fakeprovider.SandboxSeed) string {
 // WaitFor polls cond every 10 ms until it holds or limit passes; it reports
 // whether it held. It never fails the spec by itself. The limit is what an
 // idle machine needs: WaitFor adds a slack measured on the target in this
-// spec (8 times the slowest of a few tools/list calls), so that a loaded
-// machine does not fail a spec the server passes.
+// spec (8 times the slowest of a few ping calls), so that a loaded
+// machine does not fail a spec the server passes. A condition that holds
+// at once costs no measurement.
 func (tc *TestContext) WaitFor(ctx context.Context, limit time.Duration, cond func() bool) bool {
+	if cond() {
+		return true
+	}
 	deadline := time.Now().Add(tc.allow(ctx, limit))
 	for {
 		if cond() {

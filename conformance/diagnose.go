@@ -56,7 +56,7 @@ func (tc *TestContext) diagnose() {
 	if !ginkgo.CurrentSpecReport().Failed() {
 		return
 	}
-	if st, ok := tc.run.target.(*stdioTarget); ok {
+	if st, ok := tc.target.(*stdioTarget); ok {
 		if line := st.nonJSON(); line != "" {
 			ginkgo.AddReportEntry(causeEntry, nonJSONText(line), ginkgo.ReportEntryVisibilityNever)
 			return

@@ -57,3 +57,36 @@ func TestElasticContext(t *testing.T) {
 	stop()
 	<-ctx.Done()
 }
+
+// A no-op call still in flight counts as at least as slow as its age: a
+// starved machine widens the slack before the call returns to say so.
+func TestLatencyGaugePendingWidensSlack(t *testing.T) {
+	g := &latencyGauge{}
+	g.add(time.Millisecond)
+	g.setPending(time.Now().Add(-time.Hour))
+	if g.slack() < latencyScale*time.Hour {
+		t.Errorf("slack with a no-op in flight for an hour = %v, want at least %v", g.slack(), latencyScale*time.Hour)
+	}
+	g.setPending(time.Time{})
+	if want := latencyScale * time.Millisecond; g.slack() != want {
+		t.Errorf("slack after the call returned = %v, want %v", g.slack(), want)
+	}
+}
+
+// The derived deadline is derivedDeadlineScale no-op round trips, within
+// [minDerivedDeadline, the run's deadline].
+func TestDerivedDeadline(t *testing.T) {
+	run := 2 * time.Second
+	for _, c := range []struct {
+		worst, want time.Duration
+	}{
+		{0, minDerivedDeadline},
+		{time.Microsecond, minDerivedDeadline},
+		{15 * time.Millisecond, derivedDeadlineScale * 15 * time.Millisecond},
+		{time.Second, run},
+	} {
+		if got := derivedDeadline(run, c.worst); got != c.want {
+			t.Errorf("derivedDeadline(%v, %v) = %v, want %v", run, c.worst, got, c.want)
+		}
+	}
+}

@@ -44,6 +44,13 @@ type RunOptions struct {
 	// so that the processes share the work as they go. Not with
 	// EvidenceDir or Cloud.
 	Claim func(specID string) bool
+	// ProcessCommand, when set, is the reference server's command (the
+	// "sandboxkit serve" of the same build, over stdio): a run whose target
+	// is the in-process reference server starts it for the specs that need
+	// a server process (Spec.Process: crash and restart, SIGTERM, provider
+	// connections of its own), which are otherwise run in-process or, for
+	// the crash spec, skipped. Ignored for other targets.
+	ProcessCommand []string
 	// EvidenceDir, when set, receives the run's evidence bundle (see package
 	// evidence): mode "cloud" for a cloud run, "loopback" otherwise. It must
 	// not exist or be empty. Everything in it is redacted first; a bundle
@@ -90,6 +97,7 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 		return false
 	}
 	run := newRun(cfg, seams)
+	run.processCmd = opts.ProcessCommand
 	if cfg.Cloud && !opts.DryRun {
 		fmt.Fprintf(summary, "cloud run %s: every sandbox it creates is recorded in %s\n  if the run is killed: sandboxkit sweep --run %s --state-dir %s\n",
 			run.id, filepath.Join(cfg.stateDir(), run.id+".json"), run.id, cfg.stateDir())

@@ -81,6 +81,13 @@ type Spec struct {
 	// required-spec lists of evidence: its outcome depends on how the
 	// server is reached, not on the server alone.
 	Optional string
+	// Process is true when the spec needs the server as a process the kit
+	// starts, signals and kills (a stdio command), or one whose provider
+	// connections are its own: when the run's target is the in-process
+	// reference server and the run has the reference server's command
+	// (RunOptions.ProcessCommand, which "sandboxkit conform" gives), the
+	// spec runs against that command instead (target_process.go).
+	Process bool
 	// Body runs the check.
 	Body func(ctx context.Context, tc *TestContext)
 }

@@ -28,6 +28,7 @@ func cleanupEndSpecs() []Spec {
 			Title: "shutting the server down (Server.Shutdown in-process, SIGTERM for a server command) destroys every " +
 				"sandbox its session owned, once, and leaves the external sandbox it used alone",
 			Optional: "shuts the server down: skipped for a server URL, which serves the other specs too",
+			Process:  true, // SIGTERM to a process, where the run can start one
 			Body:     specShutdown,
 		},
 	}
@@ -61,7 +62,7 @@ func specIdleTimeout(ctx context.Context, tc *TestContext) {
 }
 
 func specShutdown(ctx context.Context, tc *TestContext) {
-	st, ok := tc.run.target.(shutdownTarget)
+	st, ok := tc.target.(shutdownTarget)
 	if !ok {
 		skipOrFail(tc, "the kit can shut down only a server it runs for one session (in-process, or a stdio server command); "+
 			"a server URL serves the other specs too")

@@ -34,17 +34,18 @@ func crashSpecs() []Spec {
 		Title: "a server command killed with SIGKILL and started again with the same " + InstanceEnv +
 			" destroys, within the crash bound, every sandbox the dead process owned, and no other: not another instance's, " +
 			"not an external one the dead process used, not an untagged one",
-		Optional: "kills and restarts the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
+		Optional: "kills and restarts the server process: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL",
+		Process:  true,
 		Body:     specCrashRestartSweeps,
 	}}
 }
 
 func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
-	st, ok := tc.run.target.(*stdioTarget)
+	st, ok := tc.target.(*stdioTarget)
 	if !ok {
 		// Not a failure with RequireAll: the kit cannot kill a server it
 		// did not start, nor one that serves every other spec (HTTP).
-		ginkgo.Skip("the crash spec needs a stdio server command (--server-cmd without --server-url): the kit kills it with SIGKILL and starts it again")
+		ginkgo.Skip("the crash spec needs a stdio server command (--server-cmd without --server-url; in-process, the reference server's command, which sandboxkit conform gives: RunOptions.ProcessCommand): the kit kills it with SIGKILL and starts it again")
 	}
 	bound := tc.Config.crashBound()
 	instance := crashInstance()

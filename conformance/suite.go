@@ -49,6 +49,12 @@ type runState struct {
 	// modern-only server does not).
 	servesLegacy bool
 
+	// processCmd is the reference server's command (RunOptions), and
+	// process, in an in-process run given it, the target of the Process
+	// specs (target_process.go).
+	processCmd []string
+	process    target
+
 	mu            sync.Mutex
 	transcripts   map[string][]Exchange // by spec ID
 	failedCleanup []string
@@ -117,6 +123,10 @@ func (r *runState) start(ctx context.Context) error {
 		r.target = &httpTarget{cfg: cfg, env: env, settle: r.settleTime}
 	}
 	if err := r.target.start(ctx); err != nil {
+		r.stop()
+		return err
+	}
+	if err := r.startProcess(ctx, env); err != nil {
 		r.stop()
 		return err
 	}
@@ -190,8 +200,8 @@ func (r *runState) stop() {
 // newTestContext gives a spec a fresh fake provider (or, in cloud mode,
 // the kit's SDK on the real platform).
 func (r *runState) newTestContext(spec Spec, era Era) *TestContext {
-	tc := &TestContext{Config: r.cfg, run: r, specID: runID(spec.ID, era), era: era}
-	if st, ok := r.target.(*stdioTarget); ok {
+	tc := &TestContext{Config: r.cfg, run: r, target: r.targetOf(spec), specID: runID(spec.ID, era), era: era}
+	if st, ok := tc.target.(*stdioTarget); ok {
 		st.beginSpec()
 	}
 	if r.cloud != nil {

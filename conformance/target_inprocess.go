@@ -35,6 +35,14 @@ type inProcessTarget struct {
 
 	deps *server.Deps // what every server of the target is built on
 	benv breakEnv
+	// platformWith, in fake modes, builds another platform like the
+	// server's with another provider deadline (deadlineTarget).
+	platformWith func(deadline time.Duration) (*sandbox.Platform, error)
+
+	// extraMu guards extra: the servers of deadline targets, shut down
+	// with the target.
+	extraMu sync.Mutex
+	extra   []*server.Server
 
 	httpOnce sync.Once
 	httpSrv  *httptest.Server
@@ -86,13 +94,16 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 				APIURL: env[sandbox.EnvAPIURL], SandboxURL: env[sandbox.EnvSandboxURL], Domain: fakeprovider.DomainSuffix,
 				APIKeyEnv: sandbox.EnvAPIKey, Routes: sandbox.RoutesV2}}}
 		}
-		platform, err = sandbox.NewPlatform(&sandbox.Options{
-			Config:         pcfg,
-			Getenv:         func(k string) string { return env[k] },
-			HTTPClient:     &http.Client{Transport: rt},
-			UserAgent:      "sandboxkit-conformance/" + Version,
-			RequestTimeout: t.deadline,
-		})
+		t.platformWith = func(deadline time.Duration) (*sandbox.Platform, error) {
+			return sandbox.NewPlatform(&sandbox.Options{
+				Config:         pcfg,
+				Getenv:         func(k string) string { return env[k] },
+				HTTPClient:     &http.Client{Transport: rt},
+				UserAgent:      "sandboxkit-conformance/" + Version,
+				RequestTimeout: deadline,
+			})
+		}
+		platform, err = t.platformWith(t.deadline)
 		if err != nil {
 			return fmt.Errorf("conformance: reference server platform: %w", err)
 		}
@@ -169,6 +180,11 @@ func (t *inProcessTarget) stop() {
 	if t.srv != nil {
 		_ = t.srv.Shutdown(context.Background())
 	}
+	t.extraMu.Lock()
+	for _, srv := range t.extra {
+		_ = srv.Shutdown(context.Background())
+	}
+	t.extraMu.Unlock()
 	if t.stopctx != nil {
 		t.stopctx()
 	}
@@ -261,3 +277,49 @@ func (t *inProcessTarget) httpShutdownServer() (string, func(context.Context) er
 	}
 	return hs.URL + server.MCPPath, shutdown, nil
 }
+
+// withDeadline returns a target that is a reference server of its own on a
+// platform like the target's, but with provider deadline d (its request
+// and file timeouts), broken as the variant says; it is shut down with the
+// target. It needs the fake (platformWith).
+func (t *inProcessTarget) withDeadline(d time.Duration) (target, error) {
+	if t.platformWith == nil {
+		return nil, fmt.Errorf("conformance: a provider deadline of its own needs the fake")
+	}
+	platform, err := t.platformWith(d)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: reference server platform: %w", err)
+	}
+	deps := *t.deps
+	deps.Platform = platform
+	deps.Limits = server.Limits{FileTimeout: d}
+	srv, err := server.New(&deps, &server.Options{Name: "sandboxkit-reference", Version: Version})
+	if err != nil {
+		return nil, fmt.Errorf("conformance: reference server: %w", err)
+	}
+	if b := t.breakage; b != nil && b.middleware != nil {
+		srv.MCPServer().AddReceivingMiddleware(b.middleware(t.benv))
+	}
+	t.extraMu.Lock()
+	t.extra = append(t.extra, srv)
+	t.extraMu.Unlock()
+	return &deadlineTarget{parent: t, srv: srv}, nil
+}
+
+// deadlineTarget is a reference server of an in-process target with a
+// provider deadline of its own (withDeadline), reached like the target's.
+type deadlineTarget struct {
+	parent *inProcessTarget
+	srv    *server.Server
+}
+
+func (t *deadlineTarget) start(context.Context) error { return nil }
+
+func (t *deadlineTarget) connect(ctx context.Context, version string) (*clientConn, error) {
+	return t.parent.connectTo(ctx, t.srv, version)
+}
+
+func (t *deadlineTarget) logs() string { return t.parent.logs() }
+
+// stop leaves the server to its parent, which shuts it down at its stop.
+func (t *deadlineTarget) stop() {}

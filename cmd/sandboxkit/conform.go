@@ -75,7 +75,9 @@ grace (half of it, plus a slack measured on the server in the same run). Tell th
 --provider-deadline, and start the server with it: for the reference server,
 "serve --provider-timeout 2s --file-timeout 2s". Without it they are skipped
 for a server in another process (failed with --require-all). The in-process
-reference server gets 2s.
+reference server gets 2s; for errors.hang and errors.drip, which wait the
+deadline out, a reference server of their own gets 100 no-op round trips
+measured at the spec's start (at least 1s, at most 2s).
 
 Parallel processes: the specs mostly wait, so the kit runs them in --procs
 processes of itself (default 4), each with its own fake provider and its own
@@ -105,7 +107,10 @@ The crash spec (cleanup.crash-restart-sweeps) runs only for a stdio server
 command: the kit starts it with SANDBOXKIT_INSTANCE set, makes it own two
 sandboxes, kills it with SIGKILL, starts it again with the same variable and
 expects both sandboxes destroyed within --crash-bound of the kill, and an
-external sandbox untouched.
+external sandbox untouched. Without --server-cmd and --server-url, the specs
+that need a server process (the crash spec, cleanup.shutdown's SIGTERM,
+delegation.by-id-releases-connections' own provider connections) run against
+this program as "serve" over stdio, on the same fake; the banner says so.
 
 Cloud mode (--cloud) runs the kit against the real provider that the
 environment names instead of the fake: E2B_API_KEY is required (the run
@@ -157,6 +162,7 @@ The exit status is 0 when every selected spec passed and nothing was found
 			if err != nil {
 				return err
 			}
+			f.run.ProcessCommand = f.referenceCommand()
 			if f.claimDir == "" {
 				warnServerCmd(cmd.ErrOrStderr(), cfg.ServerCommand, f.cloud)
 				if cfg.RunID == "" {
