@@ -333,7 +333,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Run serves one connection on t (stdio, in-memory, ...) until it ends or
 // ctx is done, then finishes the session's cleanup before returning.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	ss, err := s.mcp.Connect(ctx, t, nil)
+	calls := &openCalls{}
+	ss, err := s.mcp.Connect(ctx, &answeringTransport{Transport: t, calls: calls}, nil)
 	if err != nil {
 		return fmt.Errorf("server: connect: %w", err)
 	}
@@ -343,7 +344,12 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	select {
 	case err = <-waitErr:
 	case <-ctx.Done():
-		s.reg.end(sess)
+		s.reg.end(sess) // cancels the session's calls in flight
+		// SESSION-1: the cancelled calls are answered before the
+		// connection closes, within the time a provider call may take.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.Limits.DestroyTimeout)
+		calls.wait(actx)
+		cancel()
 		_ = ss.Close()
 		err = <-waitErr
 	}
