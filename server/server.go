@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -372,7 +373,15 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // error and skipped; the session goes on. Requests read before end of
 // input are answered before the cleanup runs.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &lineTransport{r: os.Stdin, w: os.Stdout, maxLine: maxMessageBytes(s.deps.Limits), stash: &s.stash})
+	return s.RunLines(ctx, os.Stdin, os.Stdout)
+}
+
+// RunLines serves one session on r and w exactly as RunStdio serves it on
+// stdin and stdout: newline-delimited messages, each checked strictly. It
+// lets a caller (the conformance kit) serve the stdio transport in
+// process, over a pipe.
+func (s *Server) RunLines(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.Run(ctx, &lineTransport{r: r, w: w, maxLine: maxMessageBytes(s.deps.Limits), stash: &s.stash})
 }
 
 // maxMessageBytes is the largest JSON-RPC message accepted: room for an
