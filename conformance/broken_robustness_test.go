@@ -59,44 +59,14 @@ var backgroundIgnoresMaxBytes = middlewareOnly(func(next mcp.MethodHandler) mcp.
 
 // retriesForbidden sends a destroy refused with 403 a second time
 // (SESSION-5: 403 is final).
-var retriesForbidden = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(r)
-		if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && err == nil && resp.StatusCode == http.StatusForbidden {
-			sideRequest(r, rt, http.MethodDelete, r.URL.Path, "")
-		}
-		return resp, err
-	})
-})
+var retriesForbidden = retriesDestroyRefused(http.StatusForbidden)
 
 // givesUpOnOther5xx takes a destroy answered 500, 502 or 504 as final: the
 // server's later attempts never reach the provider (SESSION-5: every 5xx
 // is transient).
-func givesUpOnOther5xx() *breakage {
-	var mu sync.Mutex
-	final := map[string]bool{}
-	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			id, ok := sandboxPath(r.URL.Path)
-			if !ok || r.Method != http.MethodDelete {
-				return rt.RoundTrip(r)
-			}
-			mu.Lock()
-			skip := final[id]
-			mu.Unlock()
-			if skip {
-				return pretendNoContent(r), nil
-			}
-			resp, err := rt.RoundTrip(r)
-			if err == nil && resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable {
-				mu.Lock()
-				final[id] = true
-				mu.Unlock()
-			}
-			return resp, err
-		})
-	}}
-}
+var givesUpOnOther5xx = givesUpDestroyAfter(func(resp *http.Response, err error) bool {
+	return err == nil && resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable
+})
 
 // The start-sweep variants (SESSION-4) are this test binary started as a
 // stdio server command, which the crash spec kills and starts again: the
