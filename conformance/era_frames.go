@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
-	"sync"
 )
 
 // The message-strictness specs (WIRE-*) send bytes no SDK client sends: a
@@ -139,68 +137,26 @@ func (c *lineFrames) close() error { return c.w.Close() }
 // postFrames is a frame connection of one POST per message to a Streamable
 // HTTP endpoint, carrying the session the initialize answer named.
 type postFrames struct {
-	url     string
-	hc      *http.Client
+	conn    *postConnection
 	answers chan []byte
-
-	mu      sync.Mutex
-	session string
 }
 
 func newPostFrames(url string, hc *http.Client) *postFrames {
-	return &postFrames{url: url, hc: hc, answers: make(chan []byte, 64)}
+	return &postFrames{conn: &postConnection{url: url, hc: hc}, answers: make(chan []byte, 64)}
 }
 
+// send posts frame; a refusal may come as the JSON body of a 400.
 func (c *postFrames) send(ctx context.Context, frame []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(frame))
-	if err != nil {
-		return fmt.Errorf("request: %w", err)
+	extra := http.Header{}
+	c.conn.mu.Lock()
+	if c.conn.session != "" {
+		extra.Set("MCP-Protocol-Version", ProtocolVersion)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	c.mu.Lock()
-	if c.session != "" {
-		req.Header.Set("Mcp-Session-Id", c.session)
-		req.Header.Set("MCP-Protocol-Version", ProtocolVersion)
-	}
-	c.mu.Unlock()
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("post: %w", err)
-	}
-	defer resp.Body.Close()
-	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
-		c.mu.Lock()
-		c.session = id
-		c.mu.Unlock()
-	}
-	return c.queueBody(resp)
-}
-
-// queueBody queues the messages of one response body: a JSON body (of any
-// status: a refusal may come as a 400) or the data lines of an SSE stream.
-func (c *postFrames) queueBody(resp *http.Response) error {
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			return fmt.Errorf("read the answer: %w", err)
-		}
-		if body = bytes.TrimSpace(body); len(body) > 0 && body[0] == '{' {
-			c.answers <- body
-		}
+	c.conn.mu.Unlock()
+	return c.conn.post(ctx, frame, extra, func(data []byte) error {
+		c.answers <- bytes.Clone(data)
 		return nil
-	}
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), 64<<20)
-	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(data) != "" {
-			c.answers <- []byte(strings.TrimSpace(data))
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return fmt.Errorf("read the answer stream: %w", err)
-	}
-	return nil
+	})
 }
 
 func (c *postFrames) next(ctx context.Context) (wireAnswer, error) {
