@@ -61,7 +61,7 @@ func TestBrokenVariantChild(t *testing.T) {
 		return
 	}
 	if name == sweepCorrect {
-		runKit(t, variantConfig(name), childOptions(&RunOptions{LabelFilter: "cleanup.crash-restart-sweeps"}), testSeams{})
+		runKit(t, variantConfig(name), childOptions(&RunOptions{LabelFilter: stdioHarnessSpecs}), testSeams{})
 		return
 	}
 	t.Fatalf("unknown variant %q", name)
