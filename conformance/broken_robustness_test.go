@@ -8,8 +8,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ func robustnessBrokenVariants() []brokenVariant {
 		{sweepsEveryListed, FamilyCleanup, "lists without its instance filter at the start sweep and destroys every sandbox it lists", stdioOnly},
 		{sweepsSwappedTags, FamilyCleanup, "tags its sandboxes with the instance and boot IDs swapped, so its start sweep finds none", stdioOnly},
 		{"shutdown-cuts-http-calls", FamilyCleanup, "ends the response streams of HTTP calls in flight when it shuts down, without their answers", shutdownCutsHTTPCalls},
+		{shutdownCutsStdioCalls, FamilyCleanup, "closes stdout at SIGTERM, before the answers of the calls in flight", stdioOnly},
 	}
 }
 
@@ -42,6 +45,7 @@ var robustnessFocusedSpecs = map[string][]string{
 	sweepsEveryListed:              {"cleanup.crash-restart-sweeps"},
 	sweepsSwappedTags:              {"cleanup.crash-restart-sweeps"},
 	"shutdown-cuts-http-calls":     {"cleanup.shutdown-answers-http-calls"},
+	shutdownCutsStdioCalls:         {"cleanup.shutdown-answers-stdio-calls"},
 }
 
 // backgroundIgnoresMaxBytes drops get_background_command's max_bytes: a
@@ -59,44 +63,14 @@ var backgroundIgnoresMaxBytes = middlewareOnly(func(next mcp.MethodHandler) mcp.
 
 // retriesForbidden sends a destroy refused with 403 a second time
 // (SESSION-5: 403 is final).
-var retriesForbidden = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(r)
-		if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && err == nil && resp.StatusCode == http.StatusForbidden {
-			sideRequest(r, rt, http.MethodDelete, r.URL.Path, "")
-		}
-		return resp, err
-	})
-})
+var retriesForbidden = retriesDestroyRefused(http.StatusForbidden)
 
 // givesUpOnOther5xx takes a destroy answered 500, 502 or 504 as final: the
 // server's later attempts never reach the provider (SESSION-5: every 5xx
 // is transient).
-func givesUpOnOther5xx() *breakage {
-	var mu sync.Mutex
-	final := map[string]bool{}
-	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			id, ok := sandboxPath(r.URL.Path)
-			if !ok || r.Method != http.MethodDelete {
-				return rt.RoundTrip(r)
-			}
-			mu.Lock()
-			skip := final[id]
-			mu.Unlock()
-			if skip {
-				return pretendNoContent(r), nil
-			}
-			resp, err := rt.RoundTrip(r)
-			if err == nil && resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable {
-				mu.Lock()
-				final[id] = true
-				mu.Unlock()
-			}
-			return resp, err
-		})
-	}}
-}
+var givesUpOnOther5xx = givesUpDestroyAfter(func(resp *http.Response, err error) bool {
+	return err == nil && resp.StatusCode >= 500 && resp.StatusCode != http.StatusServiceUnavailable
+})
 
 // The start-sweep variants (SESSION-4) are this test binary started as a
 // stdio server command, which the crash spec kills and starts again: the
@@ -107,7 +81,12 @@ const (
 	sweepCorrect      = "correct"
 	sweepsEveryListed = "sweeps-every-listed"
 	sweepsSwappedTags = "sweeps-swapped-tags"
+	// shutdownCutsStdioCalls is a stdio variant too: the kit signals it.
+	shutdownCutsStdioCalls = "shutdown-cuts-stdio-calls"
 )
+
+// stdioHarnessSpecs are the specs the unbroken stdio harness must pass.
+const stdioHarnessSpecs = "cleanup.crash-restart-sweeps || cleanup.shutdown-answers-stdio-calls"
 
 // stdioOnly is the in-process breakage of a stdio variant: none.
 func stdioOnly() *breakage { return &breakage{} }
@@ -117,7 +96,7 @@ func stdioOnly() *breakage { return &breakage{} }
 // its stdio server command.
 func variantConfig(name string) *Config {
 	cfg := NewConfig()
-	if name == sweepsEveryListed || name == sweepsSwappedTags || name == sweepCorrect {
+	if name == sweepsEveryListed || name == sweepsSwappedTags || name == sweepCorrect || name == shutdownCutsStdioCalls {
 		cfg.ServerCommand = []string{os.Args[0]}
 		cfg.ServerEnv = []string{sweepServerEnv + "=" + name}
 		// The reference server sweeps before it serves: a third of the
@@ -149,12 +128,16 @@ func serveSweepForTests(variant string) int {
 	if err != nil {
 		return 2
 	}
-	ctx := context.Background()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	if instance != "" {
 		_, _ = srv.SweepPrevious(ctx) // SESSION-4
 	}
+	if variant == shutdownCutsStdioCalls {
+		context.AfterFunc(ctx, func() { _ = os.Stdout.Close() })
+	}
 	err = srv.RunStdio(ctx)
-	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if serr := srv.Shutdown(sctx); serr != nil || err != nil {
 		return 1
@@ -203,15 +186,15 @@ func swapsOwnershipTags(rt http.RoundTripper) http.RoundTripper {
 	})
 }
 
-// TestSweepHarnessControl runs the crash spec against this test binary as
-// an unbroken stdio server: it must pass, so that the start-sweep
-// variants fail by their defect, not by the harness.
+// TestSweepHarnessControl runs the crash and stdio shutdown specs against
+// this test binary as an unbroken stdio server: they must pass, so that
+// the stdio variants fail by their defect, not by the harness.
 func TestSweepHarnessControl(t *testing.T) {
 	if os.Getenv(variantEnv) != "" || os.Getenv(sweepServerEnv) != "" {
 		t.Skip("inside a child run")
 	}
 	if r := runChild(t, "TestBrokenVariantChild", variantEnv+"="+sweepCorrect); r.err != nil {
-		t.Errorf("the unbroken stdio server fails the crash spec: %s", r.explain())
+		t.Errorf("the unbroken stdio server fails %s: %s", stdioHarnessSpecs, r.explain())
 	}
 }
 

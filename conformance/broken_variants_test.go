@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -89,7 +90,7 @@ func brokenVariants() []brokenVariant {
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
 		{"run-command-not-destructive", FamilyProtocol, "marks run_command, which runs arbitrary code, as not destructive", runCommandNotDestructive},
 		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
-	}, append(eraBrokenVariants(), robustnessBrokenVariants()...)...)
+	}, slices.Concat(eraBrokenVariants(), robustnessBrokenVariants(), wireBrokenVariants())...)
 }
 
 // pretendNoContent is the 204 a variant answers itself for a request it
@@ -603,42 +604,57 @@ func passesTimeOffsets() *breakage {
 
 // destroysOnce gives up a close-time destroy after its first failure, but
 // pretends to itself that the later attempts succeed (SESSION-1).
-func destroysOnce() *breakage {
-	var mu sync.Mutex
-	failed := map[string]bool{}
-	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
-		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-			id, ok := sandboxPath(r.URL.Path)
-			if !ok || r.Method != http.MethodDelete {
-				return rt.RoundTrip(r)
-			}
-			mu.Lock()
-			skip := failed[id]
-			mu.Unlock()
-			if skip {
-				return pretendNoContent(r), nil
-			}
-			resp, err := rt.RoundTrip(r)
-			if err != nil || resp.StatusCode >= 400 {
+var destroysOnce = givesUpDestroyAfter(func(resp *http.Response, err error) bool {
+	return err != nil || resp.StatusCode >= 400
+})
+
+// givesUpDestroyAfter is a server that takes a close-time destroy as done
+// once an attempt ends as final says: its later attempts for that sandbox
+// never reach the provider (it answers them 204 itself).
+func givesUpDestroyAfter(final func(*http.Response, error) bool) func() *breakage {
+	return func() *breakage {
+		var mu sync.Mutex
+		done := map[string]bool{}
+		return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
+			return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+				id, ok := sandboxPath(r.URL.Path)
+				if !ok || r.Method != http.MethodDelete {
+					return rt.RoundTrip(r)
+				}
 				mu.Lock()
-				failed[id] = true
+				skip := done[id]
 				mu.Unlock()
-			}
-			return resp, err
-		})
-	}}
+				if skip {
+					return pretendNoContent(r), nil
+				}
+				resp, err := rt.RoundTrip(r)
+				if final(resp, err) {
+					mu.Lock()
+					done[id] = true
+					mu.Unlock()
+				}
+				return resp, err
+			})
+		}}
+	}
 }
 
 // retriesUnauthorized sends a destroy refused with 401 a second time.
-var retriesUnauthorized = transportOnly(func(rt http.RoundTripper) http.RoundTripper {
-	return roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		resp, err := rt.RoundTrip(r)
-		if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && err == nil && resp.StatusCode == http.StatusUnauthorized {
-			sideRequest(r, rt, http.MethodDelete, r.URL.Path, "")
-		}
-		return resp, err
+var retriesUnauthorized = retriesDestroyRefused(http.StatusUnauthorized)
+
+// retriesDestroyRefused is a server that sends a destroy the provider
+// refused with status a second time (SESSION-5: 401 and 403 are final).
+func retriesDestroyRefused(status int) func() *breakage {
+	return transportOnly(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if _, ok := sandboxPath(r.URL.Path); ok && r.Method == http.MethodDelete && err == nil && resp.StatusCode == status {
+				sideRequest(r, rt, http.MethodDelete, r.URL.Path, "")
+			}
+			return resp, err
+		})
 	})
-})
+}
 
 // poolsByIDConnections sends the by-ID calls through a pool of its own that
 // keeps their connections open after they return (GET-6, TIMEOUT-6).

@@ -42,22 +42,31 @@ func (c *postConnection) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encode: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	extra := http.Header{}
 	if r, ok := msg.(*jsonrpc.Request); ok {
 		var p struct {
 			Meta map[string]any `json:"_meta"`
 		}
 		_ = json.Unmarshal(r.Params, &p)
 		if v, _ := p.Meta["io.modelcontextprotocol/protocolVersion"].(string); v != "" {
-			req.Header.Set("MCP-Protocol-Version", v)
-			req.Header.Set("Mcp-Method", r.Method)
+			extra.Set("MCP-Protocol-Version", v)
+			extra.Set("Mcp-Method", r.Method)
 		}
 	}
+	return c.post(ctx, data, extra, c.enqueue)
+}
+
+// post sends data as one POST with extra headers and the session, keeps
+// the session the answer names, and hands each message of the answer to
+// each.
+func (c *postConnection) post(ctx context.Context, data []byte, extra http.Header, each func([]byte) error) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("request: %w", err)
+	}
+	req.Header = extra.Clone()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
 	c.mu.Lock()
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
@@ -73,28 +82,35 @@ func (c *postConnection) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.session = id
 		c.mu.Unlock()
 	}
-	return c.readAnswers(resp)
+	return eachAnswer(resp, each)
 }
 
-// readAnswers queues the messages of one response body.
-func (c *postConnection) readAnswers(resp *http.Response) error {
+// eachAnswer calls fn with each message of one response body: a JSON body
+// (of any status) or the data lines of an SSE stream.
+func eachAnswer(resp *http.Response, fn func([]byte) error) error {
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		body, err := io.ReadAll(resp.Body)
-		if err != nil || len(bytes.TrimSpace(body)) == 0 {
-			return err
+		if err != nil {
+			return fmt.Errorf("read the answer: %w", err)
 		}
-		return c.enqueue(body)
+		if body = bytes.TrimSpace(body); len(body) == 0 {
+			return nil
+		}
+		return fn(body)
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for sc.Scan() {
-		if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok {
-			if err := c.enqueue([]byte(strings.TrimSpace(data))); err != nil {
+		if data, ok := strings.CutPrefix(sc.Text(), "data:"); ok && strings.TrimSpace(data) != "" {
+			if err := fn([]byte(strings.TrimSpace(data))); err != nil {
 				return err
 			}
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("read the answer stream: %w", err)
+	}
+	return nil
 }
 
 func (c *postConnection) enqueue(data []byte) error {

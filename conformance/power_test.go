@@ -61,7 +61,7 @@ func TestBrokenVariantChild(t *testing.T) {
 		return
 	}
 	if name == sweepCorrect {
-		runKit(t, variantConfig(name), childOptions(&RunOptions{LabelFilter: "cleanup.crash-restart-sweeps"}), testSeams{})
+		runKit(t, variantConfig(name), childOptions(&RunOptions{LabelFilter: stdioHarnessSpecs}), testSeams{})
 		return
 	}
 	t.Fatalf("unknown variant %q", name)
@@ -99,6 +99,9 @@ func focused(name string) []string {
 		return ids
 	}
 	if ids, ok := eraFocusedSpecs[name]; ok {
+		return ids
+	}
+	if ids, ok := wireFocusedSpecs[name]; ok {
 		return ids
 	}
 	return robustnessFocusedSpecs[name]

@@ -111,7 +111,7 @@ type registration struct {
 func registrations() []registration {
 	fake := Spec{NeedsFake: true}
 	return []registration{
-		{family: FamilyProtocol, specs: lists(protocolSpecs, protocolEraSpecs)},
+		{family: FamilyProtocol, specs: lists(protocolSpecs, protocolEraSpecs, wireSpecs)},
 		{family: FamilyBounds, defaults: fake, specs: lists(boundsSpecs, boundsWithDefaultSpecs)},
 		{family: FamilyDelegation, defaults: fake, specs: lists(delegationSpecs)},
 		{family: FamilyDefault, defaults: fake, specs: lists(defaultSpecs, defaultConcurrentSpecs)},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -28,6 +29,14 @@ func shutdownHTTPSpecs() []Spec {
 			"(a result or a JSON-RPC error, never a cut stream), then destroys every sandbox the sessions owned, once",
 		Optional: "shuts down a server it serves over HTTP itself: runs only against the in-process reference server",
 		Body:     specShutdownAnswersHTTPCalls,
+	}, {
+		ID:    "cleanup.shutdown-answers-stdio-calls",
+		Rules: []string{"SESSION-1"},
+		Tools: []string{"create_sandbox", "run_command"},
+		Title: "sending SIGTERM to a stdio server with calls in flight answers every call " +
+			"(a result or a JSON-RPC error, never stdout closed without it), then destroys every sandbox the session owned, once",
+		Optional: "signals the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
+		Body:     specShutdownAnswersStdioCalls,
 	}}
 }
 
@@ -59,6 +68,35 @@ func specShutdownAnswersHTTPCalls(ctx context.Context, tc *TestContext) {
 		hangs = append(hangs, h)
 	}
 	results := startCallsInFlight(ctx, sessions, owned)
+	shutdownWithCallsInFlight(ctx, tc, hangs, results, owned, shutdown)
+}
+
+// specShutdownAnswersStdioCalls is the stdio sibling of the HTTP spec: the
+// shutdown is SIGTERM to the server process (SESSION-1).
+func specShutdownAnswersStdioCalls(ctx context.Context, tc *TestContext) {
+	st, ok := tc.run.target.(*stdioTarget)
+	if !ok {
+		ginkgo.Skip("the stdio shutdown spec needs a stdio server command (--server-cmd without --server-url): the kit sends it SIGTERM")
+	}
+	cs, cmd, tr, err := st.startSession(ctx, ProtocolVersion)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start the server command")
+	s := &Session{tc: tc, conn: &clientConn{cs: cs, ending: tr.ended}}
+	tc.track(s)
+	owned := []string{s.mustCreate(ctx, nil)}
+	h := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpProcessStart, SandboxID: owned[0], Hang: true})
+	defer h.Clear()
+	results := startCallsInFlight(ctx, []*Session{s}, owned)
+	shutdownWithCallsInFlight(ctx, tc, []*fakeprovider.FaultHandle{h}, results, owned, func(context.Context) error {
+		return cmd.Process.Signal(syscall.SIGTERM)
+	})
+}
+
+// shutdownWithCallsInFlight waits until every call is held at the
+// provider, shuts the server down, and checks that every call is answered
+// and then every owned sandbox destroyed, once (SESSION-1).
+func shutdownWithCallsInFlight(ctx context.Context, tc *TestContext, hangs []*fakeprovider.FaultHandle,
+	results <-chan inFlightResult, owned []string, shutdown func(context.Context) error) {
+	ginkgo.GinkgoHelper()
 	want := len(owned) * shutdownCallsPerSession
 	reached := tc.WaitFor(ctx, 5*time.Second, func() bool {
 		n := 0

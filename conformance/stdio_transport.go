@@ -45,24 +45,34 @@ type stdioTransport struct {
 
 // Connect starts the command.
 func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	stdout, in, err := t.start()
+	if err != nil {
+		return nil, err
+	}
+	return (&mcp.IOTransport{Reader: io.NopCloser(stdout), Writer: in}).Connect(ctx)
+}
+
+// start starts the command and returns its stdout (watched by the
+// sniffer) and its stdin, whose Close runs the close sequence.
+func (t *stdioTransport) start() (io.Reader, io.WriteCloser, error) {
 	// The kit owns the read end of stdout, so that Wait (which the close
 	// sequence needs early, to see the exit) never closes it under a read.
 	pr, pw, err := os.Pipe()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	t.cmd.Stdout = pw
 	stdin, err := t.cmd.StdinPipe()
 	if err != nil {
 		_ = pr.Close()
 		_ = pw.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	err = t.cmd.Start()
 	_ = pw.Close()
 	if err != nil {
 		_ = pr.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	done := make(chan struct{})
 	go func() {
@@ -73,10 +83,8 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 		time.Sleep(100 * time.Millisecond)
 		_ = pr.Close()
 	}()
-	stdout := pr
-	t.sniff.r = stdout
-	in := &closeSequence{WriteCloser: stdin, t: t, done: done}
-	return (&mcp.IOTransport{Reader: io.NopCloser(t.sniff), Writer: in}).Connect(ctx)
+	t.sniff.r = pr
+	return t.sniff, &closeSequence{WriteCloser: stdin, t: t, done: done}, nil
 }
 
 // ended returns how the process ended, or "" while the session is open.

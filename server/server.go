@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
@@ -350,7 +351,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // Run serves one connection on t (stdio, in-memory, ...) until it ends or
 // ctx is done, then finishes the session's cleanup before returning.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	ss, err := s.mcp.Connect(ctx, t, nil)
+	calls := &openCalls{}
+	ss, err := s.mcp.Connect(ctx, &answeringTransport{Transport: t, calls: calls}, nil)
 	if err != nil {
 		return fmt.Errorf("server: connect: %w", err)
 	}
@@ -360,7 +362,12 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	select {
 	case err = <-waitErr:
 	case <-ctx.Done():
-		s.reg.end(sess)
+		s.reg.end(sess) // cancels the session's calls in flight
+		// SESSION-1: the cancelled calls are answered before the
+		// connection closes, within the time a provider call may take.
+		actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.Limits.DestroyTimeout)
+		calls.wait(actx)
+		cancel()
 		_ = ss.Close()
 		err = <-waitErr
 	}
@@ -383,7 +390,15 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 // error and skipped; the session goes on. Requests read before end of
 // input are answered before the cleanup runs.
 func (s *Server) RunStdio(ctx context.Context) error {
-	return s.Run(ctx, &lineTransport{r: os.Stdin, w: os.Stdout, maxLine: maxMessageBytes(s.deps.Limits), stash: &s.stash})
+	return s.RunLines(ctx, os.Stdin, os.Stdout)
+}
+
+// RunLines serves one session on r and w exactly as RunStdio serves it on
+// stdin and stdout: newline-delimited messages, each checked strictly. It
+// lets a caller (the conformance kit) serve the stdio transport in
+// process, over a pipe.
+func (s *Server) RunLines(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.Run(ctx, &lineTransport{r: r, w: w, maxLine: maxMessageBytes(s.deps.Limits), stash: &s.stash})
 }
 
 // maxMessageBytes is the largest JSON-RPC message accepted: room for an
