@@ -225,6 +225,7 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 			continue
 		}
 		_, id, rules := cat.Classify(sr.Labels())
+		rules = cat.ownRules(id, rules)
 		if strings.HasPrefix(sr.Failure.Message, RunErrorPrefix) {
 			// The run never started: no spec ran, so no rule is to blame.
 			fmt.Fprintf(w, "  RUN ERROR %s\n", truncate(firstLine(strings.TrimPrefix(sr.Failure.Message, RunErrorPrefix+": ")), 600))
@@ -281,12 +282,13 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 }
 
 // writeSkips prints why specs were skipped, grouped by reason, leaving out
-// the specs another process of the run claimed.
+// the specs another process of the run claimed and the inconclusive ones
+// (writeInconclusive).
 func writeSkips(w io.Writer, r ginkgo.Report, cat Catalog) {
 	by := map[string][]string{}
 	var order []string
 	for _, sr := range r.SpecReports {
-		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateSkipped) {
+		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateSkipped) || IsInconclusive(sr) {
 			continue
 		}
 		reason := firstLine(sr.Failure.Message)
