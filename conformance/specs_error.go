@@ -547,12 +547,22 @@ func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op str
 func (c *errsChecker) done() {
 	ginkgo.GinkgoHelper()
 	if len(c.unexercised) > 0 && len(c.problems) == c.defects {
-		c.tc.inconclusive(inconclusiveNotExercised, strings.Join(c.unexercised, "; "))
+		c.tc.inconclusive(inconclusiveNotExercised, c.unexercisedReason())
 	}
 	all := append(slices.Clone(c.problems), c.unexercised...)
 	if len(all) > 0 {
 		ginkgo.Fail(fmt.Sprintf("%d problem(s):\n  %s", len(all), strings.Join(all, "\n  ")))
 	}
+}
+
+// unexercisedReason is why the spec is inconclusive: its first case
+// whose fault was never met, and how many more there were.
+func (c *errsChecker) unexercisedReason() string {
+	why := c.unexercised[0]
+	if n := len(c.unexercised) - 1; n > 0 {
+		why += fmt.Sprintf(" (and %d more %s alike)", n, countNoun(n, "case", "cases"))
+	}
+	return why
 }
 
 // failureLine squeezes a Gomega failure message onto one line.
@@ -576,6 +586,11 @@ func (env *errsEnv) runCase(c *errsChecker, m errsMode, f errsFault) {
 	h.Clear()
 	label := m.name + " " + f.name
 	if !c.faultHit(label, h, m.op, r) {
+		if r.IsError {
+			// Whatever stopped the call, its error must not leak (ERR-3):
+			// a defect the unexercised fault must not hide.
+			c.noLeak(label, r.JSON)
+		}
 		return
 	}
 	switch {

@@ -97,7 +97,7 @@ func concludeSpec(sr types.SpecReport) types.SpecReport {
 	}
 	defects, leaks := entryValues(sr, EntryDefect), leakFailures(sr)
 	if len(defects) == 0 && len(leaks) == 0 {
-		own := firstLine(sr.Failure.Message)
+		own := firstProblem(sr.Failure.Message)
 		sr.State = types.SpecStateSkipped
 		sr.Failure = types.Failure{Message: inconclusiveMessage(why, own), Location: sr.Failure.Location}
 		sr.AdditionalFailures = nil
@@ -118,12 +118,22 @@ func concludeSpec(sr types.SpecReport) types.SpecReport {
 	return sr
 }
 
+// firstProblem is a failure message's first line, or, when that heads a
+// list ("12 problem(s):"), the list's first entry.
+func firstProblem(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	if first := strings.TrimSpace(lines[0]); !strings.HasSuffix(first, ":") || len(lines) == 1 {
+		return first
+	}
+	return strings.TrimSpace(lines[1])
+}
+
 // inconclusiveMessage is the skip message of an inconclusive spec: why,
 // and the first line of the failure its checks would have reported.
 func inconclusiveMessage(why, own string) string {
 	kind, reason, _ := strings.Cut(why, ": ")
 	msg := fmt.Sprintf("%s (%s): %s", InconclusivePrefix, kind, reason)
-	if own != "" && !strings.HasPrefix(own, InconclusivePrefix) {
+	if own != "" && !strings.HasPrefix(own, InconclusivePrefix) && !strings.Contains(why, own) {
 		msg += "\nthe spec's own checks, not judged: " + own
 	}
 	return msg
@@ -219,7 +229,7 @@ func writeInconclusive(w io.Writer, r ginkgo.Report, cat Catalog) {
 		if kind == InconclusiveNotStarted {
 			head = "RUN ERROR (" + kind + ")"
 		}
-		fmt.Fprintf(w, "  %s %s\n       %s: %s\n", head, truncate(reason, 600), plural(len(by[key]), "spec", "specs"), idList(by[key]))
+		fmt.Fprintf(w, "  %s %s\n       %s not judged: %s\n", head, truncate(reason, 600), plural(len(by[key]), "spec", "specs"), idList(by[key]))
 	}
 }
 

@@ -93,7 +93,7 @@ func TestSummaryCountsInconclusive(t *testing.T) {
 	out := b.String()
 	for _, want := range []string{
 		"  exec          0 passed    1 failed    2 inconclusive    0 skipped",
-		"  INCONCLUSIVE (not testable) the server called port 3000 of a sandbox\n       2 specs: exec.run-code, exec.run-code-bash",
+		"  INCONCLUSIVE (not testable) the server called port 3000 of a sandbox\n       2 specs not judged: exec.run-code, exec.run-code-bash",
 		`FAIL errors.status-500 [ERR-1 ERR-3] ERR-3: run_command(status 500): holds "https://"`,
 		"FAIL [SESSION-1] " + CauseLeak,
 		"0 passed, 2 failed, 0 skipped, 2 inconclusive",
