@@ -56,24 +56,57 @@ type knownCause struct {
 type causeReader struct {
 	known []knownCause
 	// args holds each tool's input properties in the reference server's
-	// schema, which TestToolSnapshots pins.
-	args map[string]map[string]bool
+	// schema, which TestToolSnapshots pins; required, its required ones.
+	args     map[string]map[string]bool
+	required map[string][]string
+	// toolWord finds a contract tool's name in a failure message.
+	toolWord *regexp.Regexp
 }
 
 // newCauseReader compiles the known causes and reads the contract's
 // arguments, once per summary.
 func newCauseReader(tools []string) *causeReader {
-	args := map[string]map[string]bool{}
+	c := &causeReader{known: knownCauses(tools), args: map[string]map[string]bool{}, required: map[string][]string{},
+		toolWord: regexp.MustCompile(`\b(` + strings.Join(tools, "|") + `)\b`)}
 	for _, t := range server.AllTools(nil) {
 		props := map[string]bool{}
 		if in, ok := t.Def.InputSchema.(*jsonschema.Schema); ok {
 			for name := range in.Properties {
 				props[name] = true
 			}
+			c.required[t.Name()] = in.Required
 		}
-		args[t.Name()] = props
+		c.args[t.Name()] = props
 	}
-	return &causeReader{known: knownCauses(tools), args: args}
+	return c
+}
+
+// sdkArgCause returns the key and words of an SDK's refusal of the
+// arguments in a failure message, or false. The contract tool is the one
+// the message names before the SDK's words, else the server's tool when
+// it has the contract's name.
+func (c *causeReader) sdkArgCause(msg string) (key, cause string, ok bool) {
+	flat := strings.Join(strings.Fields(msg), " ")
+	e, ok := parseSDKArgError(flat)
+	if !ok {
+		return "", "", false
+	}
+	tool := e.tool
+	if i := strings.Index(flat, e.tool); i >= 0 {
+		if m := c.toolWord.FindString(flat[:i]); m != "" {
+			tool = m
+		}
+	}
+	if _, known := c.args[tool]; !known {
+		tool = "<contract tool>"
+	}
+	var required []string
+	for _, a := range c.required[tool] {
+		if !slices.Contains(e.missing, a) {
+			required = append(required, a)
+		}
+	}
+	return "sdkargs:" + e.sdk + ":" + tool + ":" + strings.Join(e.missing, ","), argErrorText(tool, e, required), true
 }
 
 // knownCauses are causes that show through many specs' messages: a tool's
@@ -133,6 +166,9 @@ func (c *causeReader) refusedArgs(tool, list string) []string {
 // names: the key is the tool's, and args are the arguments this message
 // names (the group lists them all).
 func (c *causeReader) firstCause(msg string) (key, cause string, args []string) {
+	if key, cause, ok := c.sdkArgCause(msg); ok {
+		return key, cause, nil
+	}
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
 	for _, kc := range c.known {
 		for _, l := range lines {
