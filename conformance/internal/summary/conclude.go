@@ -203,7 +203,10 @@ func entryValues(sr types.SpecReport, name string) []string {
 
 // writeInconclusive prints the inconclusive specs grouped by why: a
 // server that did not start as a run error, the others as INCONCLUSIVE.
+// Reasons that share a cause the summary knows (an argument the server's
+// schema refuses stopped every unexercised fault) are one group.
 func writeInconclusive(w io.Writer, r ginkgo.Report, cat Catalog) {
+	causes := newCauseReader(cat.Tools)
 	by, text := map[string][]string{}, map[string]string{}
 	var order []string
 	for _, sr := range r.SpecReports {
@@ -211,10 +214,12 @@ func writeInconclusive(w io.Writer, r ginkgo.Report, cat Catalog) {
 			continue
 		}
 		why := entryValue(sr, EntryInconclusive)
-		key := causeKey(why)
+		kind, reason, _ := strings.Cut(why, ": ")
+		key, cause, _ := causes.firstCause(reason)
+		key = kind + "|" + key
 		if by[key] == nil {
 			order = append(order, key)
-			text[key] = why
+			text[key] = inconclusiveHead(kind, reason, cause, strings.Contains(key, "|msg:"))
 		}
 		_, id, _ := cat.Classify(sr.Labels())
 		by[key] = append(by[key], id)
@@ -224,13 +229,22 @@ func writeInconclusive(w io.Writer, r ginkgo.Report, cat Catalog) {
 	}
 	fmt.Fprintln(w, "inconclusive (the kit could not judge these specs; not failures):")
 	for _, key := range order {
-		kind, reason, _ := strings.Cut(text[key], ": ")
-		head := InconclusivePrefix + " (" + kind + ")"
-		if kind == InconclusiveNotStarted {
-			head = "RUN ERROR (" + kind + ")"
-		}
-		fmt.Fprintf(w, "  %s %s\n       %s not judged: %s\n", head, truncate(reason, 600), plural(len(by[key]), "spec", "specs"), idList(by[key]))
+		fmt.Fprintf(w, "  %s\n       %s not judged: %s\n", text[key], plural(len(by[key]), "spec", "specs"), idList(by[key]))
 	}
+}
+
+// inconclusiveHead is the heading of a group of inconclusive specs: the
+// kind and the reason, or, when the reason shows a cause the summary
+// knows, the cause and the first reason as an example.
+func inconclusiveHead(kind, reason, cause string, plain bool) string {
+	head := InconclusivePrefix + " (" + kind + ")"
+	if kind == InconclusiveNotStarted {
+		head = "RUN ERROR (" + kind + ")"
+	}
+	if plain {
+		return head + " " + truncate(reason, 600)
+	}
+	return head + " " + truncate(cause, 600) + "\n       for example: " + truncate(reason, 300)
 }
 
 // idList joins spec IDs, the first dozen in full.

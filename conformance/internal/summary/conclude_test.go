@@ -129,3 +129,24 @@ func TestJUnitShowsInconclusiveAndLeakRule(t *testing.T) {
 		}
 	}
 }
+
+// Faults never exercised because the server's schema refused the kit's
+// arguments are one group, headed by that cause, whatever case came
+// first and in whatever order the refusal listed the arguments.
+func TestInconclusiveGroupsByKnownCause(t *testing.T) {
+	why := func(label, args string) string {
+		return InconclusiveValue(InconclusiveNotExercised, label+": the call made no POST /sandboxes/{sandboxID}/connect request, so the fault was never exercised; "+
+			`it answered: validating "arguments": validating root: unexpected additional properties [`+args+`] (and 15 more cases alike)`)
+	}
+	r := Conclude(ginkgo.Report{SpecReports: []types.SpecReport{
+		withEntry(failedSpec("errors.status-400", "ERR-1", "boom"), EntryInconclusive, why("run_code(external) status-400", `"language" "sandbox_id"`)),
+		withEntry(failedSpec("errors.malformed", "ERR-1", "boom"), EntryInconclusive, why("run_code(external) malformed", `"sandbox_id" "language"`)),
+	}})
+	var b bytes.Buffer
+	writeInconclusive(&b, r, testCatalog())
+	out := b.String()
+	if !strings.Contains(out, "INCONCLUSIVE (fault never exercised) run_code's input schema refuses the argument(s) language, sandbox_id") ||
+		!strings.Contains(out, "2 specs not judged: errors.status-400, errors.malformed") {
+		t.Errorf("the two specs are not one group under the refusal:\n%s", out)
+	}
+}
