@@ -26,6 +26,54 @@ type failureGroup struct {
 	details []string
 	// args are the refused arguments of a refusal group (see firstCause).
 	args []string
+	// tools counts, for a group of problem lines, the contract tool each
+	// member's line names first (its call), in order of first sight.
+	tools     map[string]int
+	toolOrder []string
+}
+
+// callTool returns the contract tool a problem line's call names
+// ("kill_sandbox(owned): ..."), for a group of plain problem lines, or "".
+func (c *causeReader) callTool(key, cause string) string {
+	if !strings.HasPrefix(key, "msg:") {
+		return ""
+	}
+	call, _, ok := strings.Cut(cause, ": ")
+	if !ok {
+		return ""
+	}
+	return c.toolWord.FindString(call)
+}
+
+// noteTool counts a member's tool.
+func (g *failureGroup) noteTool(tool string) {
+	if tool == "" {
+		return
+	}
+	if g.tools == nil {
+		g.tools = map[string]int{}
+	}
+	if g.tools[tool] == 0 {
+		g.toolOrder = append(g.toolOrder, tool)
+	}
+	g.tools[tool]++
+}
+
+// heading is the group's cause as printed: a problem line met by calls of
+// several tools names them all, most frequent first, instead of the
+// first member's call alone.
+func (g *failureGroup) heading() string {
+	if len(g.toolOrder) < 2 {
+		return g.cause
+	}
+	_, rest, _ := strings.Cut(g.cause, ": ")
+	tools := slices.Clone(g.toolOrder)
+	sort.SliceStable(tools, func(i, j int) bool { return g.tools[tools[i]] > g.tools[tools[j]] })
+	parts := make([]string, len(tools))
+	for i, t := range tools {
+		parts[i] = fmt.Sprintf("%s (%d)", t, g.tools[t])
+	}
+	return strings.Join(parts, ", ") + ": " + rest
 }
 
 var (
@@ -286,6 +334,7 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 				} else {
 					key, cause, args := causes.firstCause(msg)
 					add(key, cause, id, rules, "", args...)
+					groups[key].noteTool(causes.callTool(key, cause))
 				}
 			}
 			primary = false
@@ -302,7 +351,7 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 			fmt.Fprintf(w, "  FAIL %s %s%s\n", g.specs[0], rules, truncate(g.cause, 300))
 			continue
 		}
-		cause := g.cause
+		cause := g.heading()
 		if !strings.HasPrefix(key, "cause:") {
 			cause = truncate(cause, 600)
 		}
