@@ -68,6 +68,10 @@ type TestContext struct {
 	// failedCalls counts the spec's calls that failed as unreachable
 	// provider calls do (for diagnose).
 	failedCalls int
+	// notJudged is why the spec cannot be judged ("kind: reason"), or "";
+	// defects are what it saw that holds anyway (outcome.go).
+	notJudged string
+	defects   []string
 	// load is the no-op latency measured for the spec's bounds (allow).
 	load     latencyGauge
 	loadOnce sync.Once
@@ -159,6 +163,11 @@ func (tc *TestContext) namesSandboxes() bool {
 func (tc *TestContext) Connect(ctx context.Context) *Session {
 	ginkgo.GinkgoHelper()
 	s, err := tc.ConnectVersion(ctx, tc.era.version())
+	if err != nil && ctx.Err() == nil {
+		// A run error, not the spec's rules: the server did not start
+		// (or answer initialize within --call-timeout) for this session.
+		tc.inconclusive(inconclusiveNotStarted, fmt.Sprintf("a session could not be opened (bounded by --call-timeout %v): %v", tc.Config.CallTimeout, err))
+	}
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the server under test")
 	return s
 }
@@ -279,6 +288,7 @@ func (tc *TestContext) Transcript() []Exchange {
 // settle timeout, for the server to destroy the sandboxes they created.
 func (tc *TestContext) finish(ctx context.Context) {
 	tc.reportFindings()
+	defer tc.reportOutcome()
 	if tc.run.cloud != nil {
 		claimed := tc.finishCloud(ctx)
 		tc.run.keep(tc)

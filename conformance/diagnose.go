@@ -49,9 +49,10 @@ func (tc *TestContext) noteCall(r *Result) {
 }
 
 // diagnose states the first cause of a failed spec, when the kit can see
-// one, as the spec's cause report entry: a non-JSON line on a stdio
-// server's stdout, or tool calls that failed without any request reaching
-// the fake.
+// one: a non-JSON line on a stdio server's stdout (a cause, the server's
+// defect), or calls the fake cannot judge: tool calls that failed without
+// any request reaching the fake, or requests to a sandbox port the fake
+// does not serve (the spec is then inconclusive, see outcome.go).
 func (tc *TestContext) diagnose() {
 	if !ginkgo.CurrentSpecReport().Failed() {
 		return
@@ -69,11 +70,11 @@ func (tc *TestContext) diagnose() {
 		return
 	}
 	if failed > 0 && tc.Fake.Journal().Len() == 0 {
-		ginkgo.AddReportEntry(causeEntry, causeNotReached, ginkgo.ReportEntryVisibilityNever)
+		tc.inconclusive(inconclusiveNotTestable, causeNotReached)
 		return
 	}
 	if port := otherSandboxPort(tc.Fake.Journal().Entries()); port != "" {
-		ginkgo.AddReportEntry(causeEntry, otherPortText(port), ginkgo.ReportEntryVisibilityNever)
+		tc.inconclusive(inconclusiveNotTestable, otherPortText(port))
 	}
 }
 
@@ -102,7 +103,7 @@ func otherSandboxPort(entries []fakeprovider.Entry) string {
 // otherPortText says why calls to a sandbox port the fake does not serve
 // cannot be judged against it.
 func otherPortText(port string) string {
-	return fmt.Sprintf("not testable against the fake: the server called port %s of a sandbox, a service inside the sandbox, which the fake does not serve "+
+	return fmt.Sprintf("the server called port %s of a sandbox, a service inside the sandbox, which the fake does not serve "+
 		"(it answers 502 \"port is not open\", as the platform does for a closed port); only the daemon's port %d and the code interpreter's %d are served. "+
 		"Certify such calls in cloud mode (--cloud), or map the tool to one that runs code through commands", port, sandbox.EnvdPort, fakecodeinterp.Port)
 }

@@ -30,7 +30,7 @@ func TestOtherSandboxPort(t *testing.T) {
 			t.Errorf("otherSandboxPort = %q, want %q", got, c.want)
 		}
 	}
-	if text := otherPortText("3000"); !strings.Contains(text, "not testable against the fake") || !strings.Contains(text, "49999") {
+	if text := otherPortText("3000"); !strings.Contains(text, "port 3000") || !strings.Contains(text, "49999") {
 		t.Errorf("3000: %s", text)
 	}
 }

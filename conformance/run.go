@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/reporters"
 	"github.com/onsi/ginkgo/v2/types"
 	"github.com/onsi/gomega"
 
@@ -34,6 +35,9 @@ type RunOptions struct {
 	Timeout time.Duration
 	// DryRun lists the selected specs without running them.
 	DryRun bool
+	// Verdict is set by the run when it ends: passed, failed, or
+	// inconclusive (nothing failed, but specs could not be judged).
+	Verdict Verdict
 	// Summary receives the per-family summary; nil means os.Stdout.
 	Summary io.Writer
 	// Claim, when set, makes this run one of several processes that share
@@ -67,7 +71,9 @@ const ClaimedElsewhere = summary.ClaimedElsewhere
 //	func TestConformance(t *testing.T) { conformance.Run(t, conformance.NewConfig()) }
 //
 // Only one Run may be called per process (Ginkgo runs one suite per
-// process). It reports whether every selected spec passed.
+// process). It reports whether no selected spec failed: a run whose
+// specs passed or were inconclusive (not judged, see [Conclude]) returns
+// true and leaves t alone; [RunOptions].Verdict tells the two apart.
 func Run(t ginkgo.GinkgoTestingT, cfg *Config) bool { return RunWith(t, cfg, nil) }
 
 // RunWith is [Run] with explicit spec selection and reports.
@@ -111,15 +117,25 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 	}
 	describe(run, opts.Claim, banner)
 	suiteCfg, repCfg := suiteConfig(cfg, opts)
+	// The JUnit and JSON reports are written from the concluded report
+	// (inconclusive specs and defects decided), not by Ginkgo.
+	reports := reportFiles{junit: repCfg.JUnitReport, json: repCfg.JSONReport}
+	repCfg.JUnitReport, repCfg.JSONReport = "", ""
 	selection := selectionOf(suiteCfg)
-	outcome := false // set by the report, which every run that is not a dry run writes
+	verdict := VerdictFail // set by the report, which every run that is not a dry run writes
 	var evidenceErr error
 	ginkgo.ReportAfterSuite("sandboxkit summary", func(r ginkgo.Report) {
+		r = Conclude(r)
+		if err := reports.write(r); err != nil {
+			evidenceErr = err
+			fmt.Fprintf(summary, "REPORTS NOT WRITTEN: %v\n", err)
+		}
 		if opts.DryRun {
 			return
 		}
 		WriteSummary(summary, r)
-		outcome = WriteOutcome(summary, r, cfg)
+		verdict = VerdictOf(r, WriteOutcome(summary, r, cfg))
+		WriteVerdict(summary, verdict)
 		run.writeCloudSummary(summary)
 		if opts.EvidenceDir == "" {
 			return
@@ -136,14 +152,41 @@ func runKit(t ginkgo.GinkgoTestingT, cfg *Config, opts *RunOptions, seams testSe
 	// by WriteOutcome, which honours the baseline (expected failures) and
 	// the run's findings.
 	ok := ginkgo.RunSpecs(&outcomeT{}, "sandboxkit conformance", suiteCfg, repCfg)
-	if !opts.DryRun {
-		ok = outcome
+	if opts.DryRun && ok {
+		verdict = VerdictPass
 	}
-	if evidenceErr != nil || len(run.cleanupFailures()) > 0 || !ok {
+	if evidenceErr != nil || len(run.cleanupFailures()) > 0 {
+		verdict = VerdictFail
+	}
+	opts.Verdict = verdict
+	if verdict == VerdictFail {
 		t.Fail()
 		return false
 	}
 	return true
+}
+
+// reportFiles are the paths of the run's JUnit and JSON reports.
+type reportFiles struct{ junit, json string }
+
+// write writes the reports of a concluded report.
+func (f reportFiles) write(r ginkgo.Report) error {
+	var errs []error
+	if f.junit != "" {
+		errs = append(errs, reporters.GenerateJUnitReport(r, f.junit))
+	}
+	if f.json != "" {
+		errs = append(errs, reporters.GenerateJSONReport(r, f.json))
+	}
+	return errors.Join(errs...)
+}
+
+// WriteVerdict prints, for an inconclusive run, the line that says what
+// it means; nothing otherwise.
+func WriteVerdict(w io.Writer, v Verdict) {
+	if v == VerdictInconclusive {
+		fmt.Fprintln(w, "verdict: INCONCLUSIVE: no spec failed, but some could not be judged against the fake (listed above); not a pass")
+	}
 }
 
 // checkStart refuses a run that cannot start: an invalid configuration, an
@@ -243,6 +286,12 @@ func catalog() summary.Catalog {
 	cat := summary.Catalog{Families: familyNames(), Tools: ContractTools()}
 	for _, r := range Rules() {
 		cat.Rules = append(cat.Rules, r.ID)
+	}
+	cat.SpecRules = map[string][]string{}
+	for _, s := range Specs() {
+		for _, era := range specEras(s) {
+			cat.SpecRules[runID(s.ID, era)] = s.Rules
+		}
 	}
 	return cat
 }

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -426,6 +427,11 @@ type errsChecker struct {
 	hints    map[string]string
 	hintFrom map[string]string
 	problems []string
+	// defects counts the problems that are defects (leaks), true however
+	// the rest of the spec went; unexercised are the cases whose fault
+	// was never met, which prove nothing either way.
+	defects     int
+	unexercised []string
 }
 
 func newErrsChecker(tc *TestContext) *errsChecker {
@@ -481,7 +487,18 @@ func (c *errsChecker) hint(label string, r *Result) {
 func (c *errsChecker) noLeak(label, text string, extra ...string) {
 	for _, l := range c.tc.leaks(text, extra...) {
 		c.addf("%s: %s", label, l)
+		c.defects++
+		c.tc.defect(leakRule(l), label+": "+l)
 	}
+}
+
+// leakRule is the rule a leak breaks: a secret is META-4's, a URL, stack
+// trace or raw provider value ERR-3's.
+func leakRule(leak string) string {
+	if strings.HasPrefix(leak, "holds the secret") {
+		return "META-4"
+	}
+	return "ERR-3"
 }
 
 // success checks that a call succeeded (TOOLS-3).
@@ -520,16 +537,32 @@ func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op str
 	case r.IsError:
 		answered = "; it answered: " + failureLine(r.Text)
 	}
-	c.addf("%s: the call made no %s request, so the fault was never exercised (the tool reached the provider another way, or not at all)%s", label, op, answered)
+	c.unexercised = append(c.unexercised, fmt.Sprintf("%s: the call made no %s request, so the fault was never exercised (the tool reached the provider another way, or not at all)%s", label, op, answered))
 	return false
 }
 
-// done fails the spec with every problem found.
+// done fails the spec with every problem found. Cases whose fault was
+// never exercised prove nothing: when they are all the spec has besides
+// defects, the spec is inconclusive (its defects still fail it).
 func (c *errsChecker) done() {
 	ginkgo.GinkgoHelper()
-	if len(c.problems) > 0 {
-		ginkgo.Fail(fmt.Sprintf("%d problem(s):\n  %s", len(c.problems), strings.Join(c.problems, "\n  ")))
+	if len(c.unexercised) > 0 && len(c.problems) == c.defects {
+		c.tc.inconclusive(inconclusiveNotExercised, c.unexercisedReason())
 	}
+	all := append(slices.Clone(c.problems), c.unexercised...)
+	if len(all) > 0 {
+		ginkgo.Fail(fmt.Sprintf("%d problem(s):\n  %s", len(all), strings.Join(all, "\n  ")))
+	}
+}
+
+// unexercisedReason is why the spec is inconclusive: its first case
+// whose fault was never met, and how many more there were.
+func (c *errsChecker) unexercisedReason() string {
+	why := c.unexercised[0]
+	if n := len(c.unexercised) - 1; n > 0 {
+		why += fmt.Sprintf(" (and %d more %s alike)", n, countNoun(n, "case", "cases"))
+	}
+	return why
 }
 
 // failureLine squeezes a Gomega failure message onto one line.
@@ -553,6 +586,11 @@ func (env *errsEnv) runCase(c *errsChecker, m errsMode, f errsFault) {
 	h.Clear()
 	label := m.name + " " + f.name
 	if !c.faultHit(label, h, m.op, r) {
+		if r.IsError {
+			// Whatever stopped the call, its error must not leak (ERR-3):
+			// a defect the unexercised fault must not hide.
+			c.noLeak(label, r.JSON)
+		}
 		return
 	}
 	switch {

@@ -176,8 +176,12 @@ func specUnansweredCall(ctx context.Context, tc *TestContext) {
 	defer reset.Clear()
 	tc.Fake.Journal().Reset()
 	r := s.Call(ctx, "read_file", map[string]any{"path": "/home/user/unanswered.txt"})
-	tc.ExpectToolError(r, "")
+	if reset.Hits() == 0 {
+		// Its answer says nothing about a call the daemon never answered.
+		tc.inconclusive(inconclusiveNotExercised, "read_file never reached the daemon, so the reset fault was not exercised")
+	}
 	gomega.Expect(reset.Hits()).To(gomega.BeNumerically(">", 0), "read_file never reached the daemon, so the fault was not exercised")
+	tc.ExpectToolError(r, "")
 	for _, n := range tc.journal().Renewals(a) {
 		gomega.Expect(n).To(gomega.Equal(int64(policy)), "read_file that got no answer renewed the sandbox by %d s, not by the policy (%d s)", n, policy)
 	}

@@ -151,8 +151,19 @@ Examples:
   sandboxkit conform --list
   E2B_API_KEY=e2b_... sandboxkit conform --cloud --evidence-dir evidence/records/e2b/$(date -u +%F)
 
+Inconclusive specs: a spec the kit cannot judge against the fake (its calls
+never reached the fake, or went to a sandbox port it does not serve; the
+fault it injected was never met; the server did not start a session) is
+INCONCLUSIVE, not failed: counted on its own in the summary, skipped with a
+message that begins with "INCONCLUSIVE" in the JUnit and JSON reports. A
+defect it saw on the way (a secret, URL or raw provider error in a tool
+result, a sandbox left running, a call that acted on another sandbox than
+the one it named) still fails it, with only those defects.
+
 The exit status is 0 when every selected spec passed and nothing was found
-(with --expected-failures: when exactly the expected ones failed), 1 otherwise.`,
+(with --expected-failures: when exactly the expected ones failed); 2 when
+nothing failed but some specs were inconclusive; 1 otherwise (a failure, a
+finding, a run that could not start, or a usage error).`,
 		Args: func(_ *cobra.Command, args []string) error { return f.reportArgs(args) },
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if f.list {
@@ -194,9 +205,9 @@ The exit status is 0 when every selected spec passed and nothing was found
 				return nil
 			}
 			if !ok {
-				return exitCodeError(1)
+				return exitFailed
 			}
-			return nil
+			return verdictExit(f.run.Verdict)
 		},
 	}
 	fl := cmd.Flags()

@@ -172,6 +172,7 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	wg.Wait()
 	stdout := cmd.OutOrStdout()
 	merged, ok := mergeReports(results, time.Since(start))
+	merged = conformance.Conclude(merged)
 	for _, r := range results {
 		if r.state != nil {
 			r.unfinished = unfinishedClaims(claims, r.state.Pid(), merged)
@@ -185,11 +186,15 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	conformance.WriteSummary(stdout, merged)
 	// The processes' own verdicts count no baseline across processes: the
 	// outcome is decided once, on the merged report.
-	ok = ok && conformance.WriteOutcome(stdout, merged, cfg)
+	verdict := conformance.VerdictOf(merged, conformance.WriteOutcome(stdout, merged, cfg))
 	if err := shardExits(results); err != nil {
 		fmt.Fprintf(stdout, "RUN ERROR %v\n", err)
 		ok = false
 	}
+	if !ok {
+		verdict = conformance.VerdictFail
+	}
+	conformance.WriteVerdict(stdout, verdict)
 	fmt.Fprintf(stdout, "%d processes, %v\n", procs, merged.RunTime.Round(10*time.Millisecond))
 	fmt.Fprintf(stdout, "%s: %s\n", detailsNote, details)
 	var errs []error
@@ -202,10 +207,7 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("parallel run: reports: %w", err)
 	}
-	if !ok {
-		return exitCodeError(1)
-	}
-	return nil
+	return verdictExit(verdict)
 }
 
 // mergeReports joins the processes' Ginkgo reports into one, and reports

@@ -26,6 +26,54 @@ type failureGroup struct {
 	details []string
 	// args are the refused arguments of a refusal group (see firstCause).
 	args []string
+	// tools counts, for a group of problem lines, the contract tool each
+	// member's line names first (its call), in order of first sight.
+	tools     map[string]int
+	toolOrder []string
+}
+
+// callTool returns the contract tool a problem line's call names
+// ("kill_sandbox(owned): ..."), for a group of plain problem lines, or "".
+func (c *causeReader) callTool(key, cause string) string {
+	if !strings.HasPrefix(key, "msg:") {
+		return ""
+	}
+	call, _, ok := strings.Cut(cause, ": ")
+	if !ok {
+		return ""
+	}
+	return c.toolWord.FindString(call)
+}
+
+// noteTool counts a member's tool.
+func (g *failureGroup) noteTool(tool string) {
+	if tool == "" {
+		return
+	}
+	if g.tools == nil {
+		g.tools = map[string]int{}
+	}
+	if g.tools[tool] == 0 {
+		g.toolOrder = append(g.toolOrder, tool)
+	}
+	g.tools[tool]++
+}
+
+// heading is the group's cause as printed: a problem line met by calls of
+// several tools names them all, most frequent first, instead of the
+// first member's call alone.
+func (g *failureGroup) heading() string {
+	if len(g.toolOrder) < 2 {
+		return g.cause
+	}
+	_, rest, _ := strings.Cut(g.cause, ": ")
+	tools := slices.Clone(g.toolOrder)
+	sort.SliceStable(tools, func(i, j int) bool { return g.tools[tools[i]] > g.tools[tools[j]] })
+	parts := make([]string, len(tools))
+	for i, t := range tools {
+		parts[i] = fmt.Sprintf("%s (%d)", t, g.tools[t])
+	}
+	return strings.Join(parts, ", ") + ": " + rest
 }
 
 var (
@@ -56,24 +104,57 @@ type knownCause struct {
 type causeReader struct {
 	known []knownCause
 	// args holds each tool's input properties in the reference server's
-	// schema, which TestToolSnapshots pins.
-	args map[string]map[string]bool
+	// schema, which TestToolSnapshots pins; required, its required ones.
+	args     map[string]map[string]bool
+	required map[string][]string
+	// toolWord finds a contract tool's name in a failure message.
+	toolWord *regexp.Regexp
 }
 
 // newCauseReader compiles the known causes and reads the contract's
 // arguments, once per summary.
 func newCauseReader(tools []string) *causeReader {
-	args := map[string]map[string]bool{}
+	c := &causeReader{known: knownCauses(tools), args: map[string]map[string]bool{}, required: map[string][]string{},
+		toolWord: regexp.MustCompile(`\b(` + strings.Join(tools, "|") + `)\b`)}
 	for _, t := range server.AllTools(nil) {
 		props := map[string]bool{}
 		if in, ok := t.Def.InputSchema.(*jsonschema.Schema); ok {
 			for name := range in.Properties {
 				props[name] = true
 			}
+			c.required[t.Name()] = in.Required
 		}
-		args[t.Name()] = props
+		c.args[t.Name()] = props
 	}
-	return &causeReader{known: knownCauses(tools), args: args}
+	return c
+}
+
+// sdkArgCause returns the key and words of an SDK's refusal of the
+// arguments in a failure message, or false. The contract tool is the one
+// the message names before the SDK's words, else the server's tool when
+// it has the contract's name.
+func (c *causeReader) sdkArgCause(msg string) (key, cause string, ok bool) {
+	flat := strings.Join(strings.Fields(msg), " ")
+	e, ok := parseSDKArgError(flat)
+	if !ok {
+		return "", "", false
+	}
+	tool := e.tool
+	if i := strings.Index(flat, e.tool); i >= 0 {
+		if m := c.toolWord.FindString(flat[:i]); m != "" {
+			tool = m
+		}
+	}
+	if _, known := c.args[tool]; !known {
+		tool = "<contract tool>"
+	}
+	var required []string
+	for _, a := range c.required[tool] {
+		if !slices.Contains(e.missing, a) {
+			required = append(required, a)
+		}
+	}
+	return "sdkargs:" + e.sdk + ":" + tool + ":" + strings.Join(e.missing, ","), argErrorText(tool, e, required), true
 }
 
 // knownCauses are causes that show through many specs' messages: a tool's
@@ -133,6 +214,9 @@ func (c *causeReader) refusedArgs(tool, list string) []string {
 // names: the key is the tool's, and args are the arguments this message
 // names (the group lists them all).
 func (c *causeReader) firstCause(msg string) (key, cause string, args []string) {
+	if key, cause, ok := c.sdkArgCause(msg); ok {
+		return key, cause, nil
+	}
 	lines := strings.Split(strings.TrimSpace(msg), "\n")
 	for _, kc := range c.known {
 		for _, l := range lines {
@@ -225,6 +309,7 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 			continue
 		}
 		_, id, rules := cat.Classify(sr.Labels())
+		rules = cat.ownRules(id, rules)
 		if strings.HasPrefix(sr.Failure.Message, RunErrorPrefix) {
 			// The run never started: no spec ran, so no rule is to blame.
 			fmt.Fprintf(w, "  RUN ERROR %s\n", truncate(firstLine(strings.TrimPrefix(sr.Failure.Message, RunErrorPrefix+": ")), 600))
@@ -249,6 +334,7 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 				} else {
 					key, cause, args := causes.firstCause(msg)
 					add(key, cause, id, rules, "", args...)
+					groups[key].noteTool(causes.callTool(key, cause))
 				}
 			}
 			primary = false
@@ -265,7 +351,7 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 			fmt.Fprintf(w, "  FAIL %s %s%s\n", g.specs[0], rules, truncate(g.cause, 300))
 			continue
 		}
-		cause := g.cause
+		cause := g.heading()
 		if !strings.HasPrefix(key, "cause:") {
 			cause = truncate(cause, 600)
 		}
@@ -281,12 +367,13 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 }
 
 // writeSkips prints why specs were skipped, grouped by reason, leaving out
-// the specs another process of the run claimed.
+// the specs another process of the run claimed and the inconclusive ones
+// (writeInconclusive).
 func writeSkips(w io.Writer, r ginkgo.Report, cat Catalog) {
 	by := map[string][]string{}
 	var order []string
 	for _, sr := range r.SpecReports {
-		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateSkipped) {
+		if sr.LeafNodeType != types.NodeTypeIt || !sr.State.Is(types.SpecStateSkipped) || IsInconclusive(sr) {
 			continue
 		}
 		reason := firstLine(sr.Failure.Message)

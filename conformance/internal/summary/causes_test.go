@@ -88,3 +88,20 @@ func TestLeakNotReportedTwiceForSessionSpecs(t *testing.T) {
 		t.Errorf("the cleanup spec's own failure is gone:\n%s", out)
 	}
 }
+
+// A group of specs that met the same problem through different tools is
+// headed by the tools they called, most frequent first, not by the first
+// member's call alone.
+func TestGroupHeadingNamesTheToolsCalled(t *testing.T) {
+	r := ginkgo.Report{SpecReports: []types.SpecReport{
+		failedSpec("exec.one", "EXEC-2", `kill_sandbox: protocol error: calling "tools/call": EOF`),
+		failedSpec("exec.two", "EXEC-2", `run_command: protocol error: calling "tools/call": EOF`),
+		failedSpec("exec.three", "EXEC-2", `run_command: protocol error: calling "tools/call": EOF`),
+		failedSpec("exec.four", "EXEC-2", `write_file(owned): protocol error: calling "tools/call": EOF`),
+	}}
+	var b bytes.Buffer
+	writeFailures(&b, r, testCatalog())
+	if want := `FAIL [EXEC-2] run_command (2), kill_sandbox (1), write_file (1): protocol error: calling "tools/call": EOF`; !strings.Contains(b.String(), want) {
+		t.Errorf("the heading does not name the tools called; want %q:\n%s", want, b.String())
+	}
+}

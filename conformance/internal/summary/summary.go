@@ -54,6 +54,18 @@ type Catalog struct {
 	Tools []string
 	// Rules are the contract's rule IDs in its order.
 	Rules []string
+	// SpecRules are each spec's own rules, by spec ID: a failed spec's
+	// labels also carry the rules of the defects it saw (Conclude).
+	SpecRules map[string][]string
+}
+
+// ownRules returns the spec's own rules: from SpecRules when the catalog
+// has them, else its rule labels.
+func (cat Catalog) ownRules(id string, labelled []string) []string {
+	if own, ok := cat.SpecRules[id]; ok {
+		return own
+	}
+	return labelled
 }
 
 // ruleLabel matches a rule ID among a spec's labels.
@@ -74,49 +86,81 @@ func (cat Catalog) Classify(labels []string) (family, id string, rules []string)
 	return family, id, rules
 }
 
-// Write prints passed/failed/skipped per family, the failures grouped by
-// first cause (one line for a cause that one spec met, the cause and the
-// specs it affected for one that several met), why specs were skipped, how
-// the server processes the kit started ended, and the rule coverage.
+// Write prints passed/failed/inconclusive/skipped per family, the
+// failures grouped by first cause (one line for a cause that one spec met,
+// the cause and the specs it affected for one that several met), the
+// inconclusive specs by reason, why specs were skipped, how the server
+// processes the kit started ended, and the rule coverage. r is a report
+// [Conclude] has decided.
 func Write(w io.Writer, r ginkgo.Report, cat Catalog) {
-	type counts struct{ passed, failed, skipped int }
-	byFamily := map[string]*counts{}
+	byFamily := map[string]*Counts{}
 	for _, sr := range r.SpecReports {
 		if sr.LeafNodeType != types.NodeTypeIt {
 			continue
 		}
 		fam, _, _ := cat.Classify(sr.Labels())
-		c := byFamily[fam]
-		if c == nil {
-			c = &counts{}
-			byFamily[fam] = c
+		if byFamily[fam] == nil {
+			byFamily[fam] = &Counts{}
 		}
-		switch {
-		case sr.State.Is(types.SpecStatePassed):
-			c.passed++
-		case sr.State.Is(types.SpecStateSkipped | types.SpecStatePending):
-			c.skipped++
-		case sr.State.Is(types.SpecStateFailureStates):
-			c.failed++
-		}
+		byFamily[fam].add(sr)
 	}
 	fmt.Fprintln(w, "\nsandboxkit conformance summary")
-	total := counts{}
+	total := Counts{}
 	for _, f := range cat.Families {
 		c := byFamily[f]
 		if c == nil {
 			continue
 		}
-		fmt.Fprintf(w, "  %-11s %3d passed  %3d failed  %3d skipped\n", f, c.passed, c.failed, c.skipped)
-		total.passed += c.passed
-		total.failed += c.failed
-		total.skipped += c.skipped
+		fmt.Fprintf(w, "  %-11s %3d passed  %3d failed  %3d inconclusive  %3d skipped\n", f, c.Passed, c.Failed, c.Inconclusive, c.Skipped)
+		total.Passed += c.Passed
+		total.Failed += c.Failed
+		total.Inconclusive += c.Inconclusive
+		total.Skipped += c.Skipped
 	}
 	writeFailures(w, r, cat)
+	writeInconclusive(w, r, cat)
 	writeSkips(w, r, cat)
 	writeEndings(w, r)
 	writeCoverage(w, r, cat)
-	fmt.Fprintf(w, "%d passed, %d failed, %d skipped\n", total.passed, total.failed, total.skipped)
+	fmt.Fprintln(w, total.String())
+}
+
+// Counts are a run's specs by outcome.
+type Counts struct{ Passed, Failed, Inconclusive, Skipped int }
+
+// add counts one spec's outcome.
+func (c *Counts) add(sr types.SpecReport) {
+	switch {
+	case sr.State.Is(types.SpecStatePassed):
+		c.Passed++
+	case IsInconclusive(sr):
+		c.Inconclusive++
+	case sr.State.Is(types.SpecStateSkipped | types.SpecStatePending):
+		c.Skipped++
+	case sr.State.Is(types.SpecStateFailureStates):
+		c.Failed++
+	}
+}
+
+// String is the summary's last line: "3 passed, 1 failed, 2 skipped",
+// with ", N inconclusive" when there are any.
+func (c Counts) String() string {
+	s := fmt.Sprintf("%d passed, %d failed, %d skipped", c.Passed, c.Failed, c.Skipped)
+	if c.Inconclusive > 0 {
+		s += fmt.Sprintf(", %d inconclusive", c.Inconclusive)
+	}
+	return s
+}
+
+// Count counts the specs of a concluded report by outcome.
+func Count(r ginkgo.Report) Counts {
+	var c Counts
+	for _, sr := range r.SpecReports {
+		if sr.LeafNodeType == types.NodeTypeIt && !(sr.State.Is(types.SpecStateSkipped) && sr.Failure.Message == ClaimedElsewhere) {
+			c.add(sr)
+		}
+	}
+	return c
 }
 
 func truncate(s string, n int) string {
