@@ -76,6 +76,10 @@ type HTTPOptions struct {
 	// when set, is one more, of principal [TokenPrincipal]. Without any
 	// token the one principal is [LocalPrincipal]. See [ParseTokens].
 	Tokens map[string]string
+	// OAuth, when set, makes the server an OAuth 2.1 resource server
+	// (oauth.go): requests need a JWT of its issuer and audience, and a
+	// token's subject is its principal. Token and Tokens are then unused.
+	OAuth *OAuth
 	// SessionTimeout closes a session that has received no request for this
 	// long (its owned sandboxes are destroyed). Zero means
 	// [DefaultSessionTimeout]; negative means never.
@@ -287,7 +291,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 	withUser := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: r.Header.Get(principalHeader)}, nil
 	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(serve)
-	mcpHandler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var mcpHandler http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		principal := LocalPrincipal
 		if len(keys) == 0 {
 			if !arrivedOnLoopback(r) {
@@ -313,6 +317,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		serve.ServeHTTP(w, r)
 	})
 	mux := http.NewServeMux()
+	if o.OAuth != nil {
+		mcpHandler = o.OAuth.gate(serve)
+		o.OAuth.register(mux)
+	}
 	mux.Handle(MCPPath, http.NewCrossOriginProtection().Handler(mcpHandler))
 	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -31,6 +31,7 @@ type serveConfig struct {
 	sessionTimeout time.Duration
 	tokenEnv       string
 	tokensFile     string
+	oauth          serveOAuthConfig
 	maxBodyBytes   int64
 	shutdownWait   time.Duration
 
@@ -110,6 +111,8 @@ JSON object {"PRINCIPAL": "TOKEN", ...}; a principal is 1 to 63 letters,
 digits, '.', '_' or '-', a token at least 16 characters. Clients send
 "Authorization: Bearer TOKEN". A 2025 session belongs to the principal that
 opened it: another principal's request with its Mcp-Session-Id gets 403.
+
+` + serveOAuthHelp + `
 
 Results. A successful call returns structuredContent, valid against the
 tool's outputSchema, and the same JSON as one text block. A failed call is a
@@ -194,7 +197,8 @@ Examples:
   SANDBOXKIT_HTTP_TOKEN=$(openssl rand -hex 32) sandboxkit serve --http 0.0.0.0:8080
   sandboxkit serve --config providers.json --log-level debug
   sandboxkit serve --http 127.0.0.1:8081 --instance replica-0
-  sandboxkit serve --http 0.0.0.0:8080 --tokens-file /etc/sandboxkit/tokens`,
+  sandboxkit serve --http 0.0.0.0:8080 --tokens-file /etc/sandboxkit/tokens
+  sandboxkit serve --http 0.0.0.0:8080 --oauth-issuer https://TENANT.us.auth0.com/ --oauth-audience https://mcp.example.com/mcp`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runServe(cmd.Context(), cfg, os.Getenv, os.Stderr)
@@ -208,6 +212,7 @@ Examples:
 	f.DurationVar(&cfg.sessionTimeout, "session-timeout", server.DefaultSessionTimeout, "close an HTTP session idle this long and destroy its sandboxes (0: never)")
 	f.StringVar(&cfg.tokenEnv, "token-env", serveDefaultTokenEnv, "environment variable holding the HTTP bearer token (required for a non-loopback --http address)")
 	f.StringVar(&cfg.tokensFile, "tokens-file", "", "file of HTTP bearer tokens and their principals: lines \"PRINCIPAL TOKEN\", or a JSON object {\"PRINCIPAL\": \"TOKEN\"}; another principal's sandboxes and command_ids are not_found")
+	addServeOAuthFlags(f, &cfg.oauth)
 	f.Int64Var(&cfg.maxBodyBytes, "max-request-bytes", 0, "largest HTTP request body accepted (0: room for the largest upload)")
 	f.DurationVar(&cfg.shutdownWait, "shutdown-timeout", 60*time.Second, "how long shutdown waits for owned sandboxes to be destroyed")
 	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest a tool call waits for the provider, all its requests together (control plane, and in-sandbox calls without a bound of their own)")
@@ -308,9 +313,13 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 			return fmt.Errorf("--http %q: want host:port, e.g. 127.0.0.1:8080", cfg.httpAddr)
 		}
 		token = strings.TrimSpace(getenv(cfg.tokenEnv))
-		if !server.IsLoopbackAddr(cfg.httpAddr) && token == "" && len(tokens) == 0 {
+		if !server.IsLoopbackAddr(cfg.httpAddr) && token == "" && len(tokens) == 0 && cfg.oauth.issuer == "" {
 			return fmt.Errorf("--http %s is not a loopback address: set a bearer token in $%s (or listen on 127.0.0.1)", cfg.httpAddr, cfg.tokenEnv)
 		}
+	}
+	oauth, err := serveOAuth(ctx, cfg, token, logger)
+	if err != nil {
+		return err
 	}
 
 	var (
@@ -368,7 +377,7 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		}
 		return err
 	}
-	return serveStreamableHTTP(ctx, srv, cfg, token, tokens, logger)
+	return serveStreamableHTTP(ctx, srv, cfg, token, tokens, oauth, logger)
 }
 
 // serveHoldInstance claims the instance ID on this host for the life of
@@ -460,14 +469,16 @@ func serveOtherKeys(names []string) string {
 
 // serveStreamableHTTP serves Streamable HTTP until ctx is cancelled, then shuts the
 // MCP server down (destroying owned sandboxes) and the HTTP server.
-func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfig, token string, tokens map[string]string, logger *slog.Logger) error {
-	hs := srv.HTTPServer(serveHTTPOptions(cfg, token, tokens))
+func serveStreamableHTTP(ctx context.Context, srv *server.Server, cfg serveConfig, token string, tokens map[string]string, oauth *server.OAuth, logger *slog.Logger) error {
+	opts := serveHTTPOptions(cfg, token, tokens)
+	opts.OAuth = oauth
+	hs := srv.HTTPServer(opts)
 	hs.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
 	ln, err := net.Listen("tcp", cfg.httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddr, err)
 	}
-	logger.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", server.MCPPath, "auth", token != "" || len(tokens) > 0, "principals", len(tokens))
+	logger.Info("serving MCP over Streamable HTTP", "addr", ln.Addr().String(), "path", server.MCPPath, "auth", token != "" || len(tokens) > 0 || oauth != nil, "principals", len(tokens), "oauth", oauth != nil)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 
