@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
@@ -74,15 +75,15 @@ func (d *DebugServers) Close() error {
 	return errors.Join(errs...)
 }
 
-// ListenDebug serves h where e2b 1.x looks in debug mode: h itself on
-// addrs.API, and h behind [DebugPortHandler] for ports 49983 and 49999 on
+// ListenDebug serves h where e2b 1.x looks in debug mode: h behind
+// [DebugAPIHandler] on addrs.API, and h behind [DebugPortHandler] for ports 49983 and 49999 on
 // addrs.Envd and addrs.CodeInterpreter. h is a Provider, or a handler
 // fronting Providers that passes the request (and its context) on. It
 // fails, closing what it opened, when an address is taken.
 func ListenDebug(h http.Handler, addrs DebugAddrs) (*DebugServers, error) {
 	d := &DebugServers{}
 	var err error
-	if d.API, err = ListenHandler(addrs.API, h); err != nil {
+	if d.API, err = ListenHandler(addrs.API, DebugAPIHandler(h)); err != nil {
 		return nil, fmt.Errorf("fakeprovider: e2b 1.x debug API: %w", err)
 	}
 	if d.Envd, err = ListenHandler(addrs.Envd, DebugPortHandler(h, sandbox.EnvdPort)); err != nil {
@@ -94,6 +95,64 @@ func ListenDebug(h http.Handler, addrs DebugAddrs) (*DebugServers, error) {
 		return nil, fmt.Errorf("fakeprovider: e2b 1.x debug code interpreter port: %w", err)
 	}
 	return d, nil
+}
+
+// DebugSandboxID is the sandbox ID e2b 1.x gives itself in debug mode
+// without asking the platform (JS e2b@1.13.2 dist/index.mjs Sandbox.create;
+// Python 1.x Sandbox.__init__), and then sends to the API: connect and
+// getInfo call GET /sandboxes/debug_sandbox_id.
+const DebugSandboxID = "debug_sandbox_id"
+
+// debugAPIKey is the context key that marks a request on the debug API.
+type debugAPIKey struct{}
+
+// DebugAPIHandler returns h serving every request as one on e2b 1.x's
+// debug API ("http://localhost:3000"): a Provider reads the path segment
+// [DebugSandboxID] as the sandbox the debug ports route to.
+func DebugAPIHandler(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), debugAPIKey{}, true)))
+	})
+}
+
+// debugAPIRequest returns r with the path segment [DebugSandboxID]
+// replaced by the sandbox the debug ports route to, when r came on the
+// debug API and one sandbox runs; else r.
+func (p *Provider) debugAPIRequest(r *http.Request) *http.Request {
+	if on, _ := r.Context().Value(debugAPIKey{}).(bool); !on || !strings.Contains(r.URL.Path, "/"+DebugSandboxID) {
+		return r
+	}
+	id := p.runningSandbox()
+	if id == "" {
+		return r
+	}
+	r = r.Clone(r.Context())
+	r.URL.Path = strings.ReplaceAll(r.URL.Path, "/"+DebugSandboxID, "/"+id)
+	r.URL.RawPath = ""
+	return r
+}
+
+// runningSandbox returns the only running sandbox, or "".
+func (p *Provider) runningSandbox() string {
+	ids := p.runningIDs()
+	if len(ids) != 1 {
+		return ""
+	}
+	return ids[0]
+}
+
+// runningIDs returns the running sandboxes' IDs.
+func (p *Provider) runningIDs() []string {
+	var ids []string
+	p.update(func(time.Time) []Daemon {
+		for sid, s := range p.sandboxes {
+			if s.state == StateRunning {
+				ids = append(ids, sid)
+			}
+		}
+		return nil
+	})
+	return ids
 }
 
 // debugPortKey is the context key of the sandbox port a debug listener
@@ -149,15 +208,7 @@ func (p *Provider) serveDebugPort(w http.ResponseWriter, r *http.Request, port i
 func (p *Provider) debugSandbox() (id string, running int) {
 	p.debugMu.Lock()
 	defer p.debugMu.Unlock()
-	var ids []string
-	p.update(func(time.Time) []Daemon {
-		for sid, s := range p.sandboxes {
-			if s.state == StateRunning {
-				ids = append(ids, sid)
-			}
-		}
-		return nil
-	})
+	ids := p.runningIDs()
 	switch len(ids) {
 	case 0:
 		id = p.AddSandbox(SandboxSeed{})

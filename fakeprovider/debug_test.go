@@ -40,6 +40,17 @@ func debugGet(t *testing.T, s *fakeprovider.Server, path string) (int, string) {
 	return res.StatusCode, string(b)
 }
 
+// readAll reads and closes res's body.
+func readAll(t *testing.T, res *http.Response) []byte {
+	t.Helper()
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // eventLog collects DebugEvents.
 type eventLog struct {
 	mu     sync.Mutex
@@ -98,6 +109,16 @@ func TestDebugPortsRouteByElimination(t *testing.T) {
 	}
 	if ev := log.all(); len(ev) != 0 {
 		t.Fatalf("events with one running sandbox: %v", ev)
+	}
+	// 1.x's connect in debug mode asks the API for its placeholder ID.
+	req, _ = http.NewRequest(http.MethodGet, d.API.URL()+"/sandboxes/"+fakeprovider.DebugSandboxID, nil)
+	req.Header.Set("X-API-Key", p.APIKey())
+	if res, err = http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	}
+	got := decodeObject(t, readAll(t, res))
+	if res.StatusCode != http.StatusOK || got["sandboxID"] != a {
+		t.Fatalf("GET /sandboxes/%s on the debug API: %d %v, want the running sandbox %s", fakeprovider.DebugSandboxID, res.StatusCode, got, a)
 	}
 
 	b := p.AddSandbox(fakeprovider.SandboxSeed{})

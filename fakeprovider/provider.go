@@ -308,7 +308,7 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveDebugPort(w, r, port)
 		return
 	}
-	p.controlMux.ServeHTTP(w, r)
+	p.controlMux.ServeHTTP(w, p.debugAPIRequest(r))
 }
 
 // newControlMux routes each control-plane operation of the route table to
