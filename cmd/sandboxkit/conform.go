@@ -17,6 +17,7 @@ import (
 
 // conformFlags are the conform command's flags.
 type conformFlags struct {
+	e2b1, e2b1Addrs string // --e2b1, --e2b1-debug-addrs (conform_e2b1.go)
 	serverCmd   string
 	serverEnv   []string
 	serverURL   string
@@ -201,6 +202,7 @@ The exit status is 0 when every selected spec passed and nothing was found
 	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other); the first is --header's Authorization")
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
 	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
+	addE2B1Flags(fl, &f.e2b1, &f.e2b1Addrs)
 	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file adapting the server's tools to the contract's: names ({"run_command": "exec"}), argument names and units, and where results are (see conformance/README.md)`)
 	fl.StringVar(&f.profile, "profile", "", "the design the server follows: contract (the default: sessions with a default sandbox), explicit-ids (no default: every call names its sandbox) or one-shot (a single run_code tool); specs that do not apply are reported not applicable (--require-all runs them all)")
 	fl.StringVar(&f.expected, "expected-failures", "", "YAML or JSON file of spec or rule IDs expected to fail, each with a reason: the run passes when exactly those fail, and names any that now pass")
@@ -325,6 +327,9 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.Cloud = f.cloud
 	cfg.StateDir = f.stateDir
 	cfg.RunID = f.runID
+	if err := f.applyE2B1(cfg); err != nil {
+		return nil, err
+	}
 	if f.toolMap != "" {
 		data, err := os.ReadFile(f.toolMap)
 		if err != nil {
