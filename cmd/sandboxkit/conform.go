@@ -17,32 +17,34 @@ import (
 
 // conformFlags are the conform command's flags.
 type conformFlags struct {
-	e2b1, e2b1Addrs string // --e2b1, --e2b1-debug-addrs (conform_e2b1.go)
-	serverCmd       string
-	serverEnv       []string
-	serverURL       string
-	headers         []string
-	secondToken     string
-	fakeAddr        string
-	fakeAPIKey      string
-	toolMap         string
-	profile         string
-	expected        string
-	requireAll      bool
-	callTimeout     time.Duration
-	deadline        time.Duration
-	crashBound      time.Duration
-	idleTimeout     time.Duration
-	list            bool
-	cloud           bool
-	stateDir        string
-	runID           string
-	procs           int
-	claimDir        string
-	detailsFile     string
-	runFolder       string // where outputs without a path go (resolveOutputs)
+	serverCmd   string
+	serverEnv   []string
+	serverURL   string
+	headers     []string
+	secondToken string
+	fakeAddr    string
+	fakeAPIKey  string
+	toolMap     string
+	profile     string
+	expected    string
+	requireAll  bool
+	callTimeout time.Duration
+	deadline    time.Duration
+	crashBound  time.Duration
+	idleTimeout time.Duration
+	list        bool
+	cloud       bool
+	stateDir    string
+	runID       string
+	procs       int
+	claimDir    string
+	detailsFile string
+	runFolder   string // where outputs without a path go (resolveOutputs)
 
 	run conformance.RunOptions
+
+	// --e2b1 and --e2b1-debug-addrs (conform_e2b1.go)
+	e2b1, e2b1Addrs string
 }
 
 // newConformCommand runs the conformance kit.
