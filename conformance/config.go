@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"net/url"
 	"os"
 	"strings"
@@ -118,6 +119,17 @@ type Config struct {
 	// RunID names the run in its state file and evidence. Default: a fresh
 	// [cloudstate.NewRunID].
 	RunID string
+
+	// E2B1 is how a server on e2b 1.x, which reads no E2B_API_URL, reaches
+	// the fake (see [fakeprovider.E2B1Path]): the debug endpoints (the fake
+	// also served on localhost 3000, 49983 and 49999, and E2B_DEBUG=true
+	// for the server) or the Node preload that redirects fetch. Empty: the
+	// 2.x variables only.
+	E2B1 fakeprovider.E2B1Path
+	// E2B1DebugAddrs replaces the debug endpoints' fixed addresses (a seam
+	// for tests, which must not contend for the fixed ports). Zero: where
+	// e2b 1.x looks.
+	E2B1DebugAddrs fakeprovider.DebugAddrs
 }
 
 // DefaultInProcessDeadline is the provider deadline the in-process

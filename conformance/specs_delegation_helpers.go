@@ -102,7 +102,7 @@ func (entries journal) WithoutHandleReads(tc *TestContext, id string) journal {
 	}
 	var kept journal
 	for _, e := range entries {
-		if e.Op == sandbox.OpGetSandbox && e.SandboxID == id {
+		if e.Op == sandbox.OpGetSandbox && fakeprovider.SameSandbox(e.SandboxID, id) {
 			continue
 		}
 		kept = append(kept, e)
@@ -155,7 +155,7 @@ func (entries journal) Renewals(id string) []int64 {
 	ginkgo.GinkgoHelper()
 	var out []int64
 	for _, e := range entries {
-		if e.Op == sandbox.OpSetTimeout && e.SandboxID == id {
+		if e.Op == sandbox.OpSetTimeout && fakeprovider.SameSandbox(e.SandboxID, id) {
 			out = append(out, timeoutBody(e))
 		}
 	}

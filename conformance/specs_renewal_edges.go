@@ -109,7 +109,7 @@ func externalCall(ctx context.Context, tc *TestContext, s *Session, ext string, 
 		"%s on an external sandbox moved its end time from %s to %s: reaching a sandbox the session does not own renewed it (RENEW-2)",
 		tool, end.Format(time.RFC3339), rec.EndAt.Format(time.RFC3339))
 	for _, e := range tc.journal()[mark:] {
-		if e.SandboxID == ext && isConnectOp(e.Op) {
+		if fakeprovider.SameSandbox(e.SandboxID, ext) && isConnectOp(e.Op) {
 			asked, how := connectLifetime(e)
 			gomega.Expect(asked).To(gomega.BeZero(),
 				"%s: the connect to an external sandbox %s, a renewal in disguise; send timeout 0 so a running sandbox keeps its end time (RENEW-2)",

@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"fmt"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"io"
 	"strings"
 	"sync"
@@ -29,8 +30,9 @@ type runState struct {
 	// secrets redacts every secret the run has seen so far.
 	secrets *evidence.Redactor
 
-	hub    *fakeHub      // fake modes
-	cloud  *cloudBackend // cloud mode
+	hub    *fakeHub                // fake modes
+	e2b1   *fakeprovider.E2B1Reach // Config.E2B1's path, nil without
+	cloud  *cloudBackend           // cloud mode
 	target target
 	tools  map[string]*mcp.Tool // by contract name
 	server *mcp.Implementation
@@ -109,6 +111,12 @@ func (r *runState) start(ctx context.Context) error {
 			return err
 		}
 		env = r.hub.env()
+		extra, err := r.reachE2B1()
+		if err != nil {
+			r.stop()
+			return err
+		}
+		env = append(env, extra...)
 	}
 	switch cfg.Kind() {
 	case TargetInProcess:
@@ -190,6 +198,7 @@ func (r *runState) stop() {
 	if r.hub != nil {
 		r.hub.close()
 	}
+	_ = r.e2b1.Close()
 	if r.cloud != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()

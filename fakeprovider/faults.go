@@ -210,7 +210,7 @@ func (t *faultTable) match(op, id string) *FaultHandle {
 	defer t.mu.Unlock()
 	for i, h := range t.handles {
 		f := h.fault
-		if (f.Op != "" && f.Op != op) || (f.SandboxID != "" && f.SandboxID != id) {
+		if (f.Op != "" && f.Op != op) || (f.SandboxID != "" && !SameSandbox(f.SandboxID, id)) {
 			continue
 		}
 		h.hits++

@@ -142,9 +142,10 @@ func (j *Journal) Ops() []string {
 	return ops
 }
 
-// ForSandbox returns the entries that name sandbox id, oldest first.
+// ForSandbox returns the entries that name sandbox id, oldest first; id
+// may be the legacy "<sandboxID>-<clientID>" form (see [SameSandbox]).
 func (j *Journal) ForSandbox(id string) []Entry {
-	return j.filter(func(e *Entry) bool { return e.SandboxID == id })
+	return j.filter(func(e *Entry) bool { return SameSandbox(e.SandboxID, id) })
 }
 
 // Len returns the number of entries.

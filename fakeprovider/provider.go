@@ -103,6 +103,9 @@ type Options struct {
 	// NoDaemon gives sandboxes no daemon at all: every envd request gets
 	// 502. It overrides NewDaemon.
 	NoDaemon bool
+	// OnDebugRoute, if set, hears each routing decision on an e2b 1.x
+	// debug port worth telling the user (see [ListenDebug]).
+	OnDebugRoute func(DebugEvent)
 	// Routes restricts create and connect to one route family; the zero
 	// value serves both.
 	Routes RouteFamily
@@ -219,6 +222,9 @@ type Provider struct {
 	snapshots map[string]*snapshotRecord // by template ID
 
 	codeInterps codeInterpTable // port 49999, see codeinterp.go
+
+	debugMu      sync.Mutex // serialises debugSandbox: one implicit sandbox at most
+	onDebugRoute func(DebugEvent)
 }
 
 // New returns a Provider configured by opts; nil opts selects all defaults.
@@ -238,6 +244,7 @@ func New(opts *Options) *Provider {
 		newDaemon:       opts.NewDaemon,
 		routes:          opts.Routes,
 		canaryMode:      opts.Canaries,
+		onDebugRoute:    opts.OnDebugRoute,
 		sandboxes:       make(map[string]*sandboxRecord),
 		snapshots:       make(map[string]*snapshotRecord),
 	}
@@ -285,7 +292,8 @@ func (p *Provider) APIKey() string { return p.apiKey }
 func (p *Provider) Now() time.Time { return p.clock.Now() }
 
 // ServeHTTP serves one request: an envd request when it is addressed to a
-// sandbox (host "49983-<id>.<domain>" or header E2b-Sandbox-Id), else a
+// sandbox (host "49983-<id>.<domain>" or header E2b-Sandbox-Id), or it
+// arrived on an e2b 1.x debug port (see [ListenDebug]), else a
 // control-plane request.
 func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if id, port, ok := p.envdTarget(r); ok {
@@ -296,7 +304,11 @@ func (p *Provider) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.serveEnvd(w, r, id, port)
 		return
 	}
-	p.controlMux.ServeHTTP(w, r)
+	if port, ok := debugPort(r.Context()); ok {
+		p.serveDebugPort(w, r, port)
+		return
+	}
+	p.controlMux.ServeHTTP(w, p.debugAPIRequest(r))
 }
 
 // newControlMux routes each control-plane operation of the route table to

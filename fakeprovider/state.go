@@ -226,7 +226,7 @@ func (p *Provider) Sandbox(id string) (SandboxRecord, bool) {
 		ok  bool
 	)
 	p.update(func(time.Time) []Daemon {
-		if s := p.sandboxes[id]; s != nil {
+		if s := p.sandboxes[CanonicalSandboxID(id)]; s != nil {
 			rec, ok = s.record(), true
 		}
 		return nil

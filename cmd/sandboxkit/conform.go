@@ -42,6 +42,9 @@ type conformFlags struct {
 	runFolder   string // where outputs without a path go (resolveOutputs)
 
 	run conformance.RunOptions
+
+	// --e2b1 and --e2b1-debug-addrs (conform_e2b1.go)
+	e2b1, e2b1Addrs string
 }
 
 // newConformCommand runs the conformance kit.
@@ -218,6 +221,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other); the first is --header's Authorization")
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
 	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
+	addE2B1Flags(fl, &f.e2b1, &f.e2b1Addrs)
 	fl.StringVar(&f.toolMap, "tool-map", "", `JSON file adapting the server's tools to the contract's: names ({"run_command": "exec"}), argument names and units, and where results are (see conformance/README.md)`)
 	fl.StringVar(&f.profile, "profile", "", "the design the server follows: contract (the default: sessions with a default sandbox), explicit-ids (no default: every call names its sandbox) or one-shot (a single run_code tool); specs that do not apply are reported not applicable (--require-all runs them all)")
 	fl.StringVar(&f.expected, "expected-failures", "", "YAML or JSON file of spec or rule IDs expected to fail, each with a reason: the run passes when exactly those fail, and names any that now pass")
@@ -342,6 +346,9 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.Cloud = f.cloud
 	cfg.StateDir = f.stateDir
 	cfg.RunID = f.runID
+	if err := f.applyE2B1(cfg); err != nil {
+		return nil, err
+	}
 	if f.toolMap != "" {
 		data, err := os.ReadFile(f.toolMap)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"io"
 	"os"
 	"os/exec"
@@ -45,6 +46,8 @@ func (f *conformFlags) parallelBlocker() string {
 		return "an HTTP server is shared by every process"
 	case f.fakeAddr != "127.0.0.1:0" || f.fakeAPIKey != "":
 		return "a fixed fake address or key is for one fake"
+	case f.e2b1 == string(fakeprovider.E2B1Debug):
+		return "the e2b 1.x debug endpoints are fixed ports, for one fake"
 	}
 	return ""
 }

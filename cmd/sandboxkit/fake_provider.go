@@ -21,6 +21,8 @@ func newFakeProviderCommand() *cobra.Command {
 		acceptResources bool
 		canaries        bool
 		routes          string
+		e2b1            string
+		e2b1Addrs       string
 	)
 	cmd := &cobra.Command{
 		Use:   "fake-provider",
@@ -72,7 +74,20 @@ For example:
   python -c 'from e2b import Sandbox; print(Sandbox.list().next_items())'
 
 E2B_API_URL replaces https://api.<domain>; E2B_SANDBOX_URL sends envd
-traffic to the same server with the E2b-Sandbox-Id header.`,
+traffic to the same server with the E2b-Sandbox-Id header.
+
+e2b 1.x (and @e2b/code-interpreter 1.x) reads neither variable. --e2b1 debug
+also serves the fake where 1.x looks with E2B_DEBUG=true (the API on
+localhost:3000, envd on localhost:49983, the code interpreter on
+localhost:49999) and prints E2B_DEBUG=true. 1.x in debug mode sends no
+sandbox ID to those ports and never calls create, kill or set-timeout, so a
+request there goes to the one running sandbox (the fake starts one if none
+runs, and answers 502 when several do); stderr says so when it happens.
+--e2b1 preload instead writes a Node preload and prints
+NODE_OPTIONS=--require=<file>: it replaces fetch in the Node process so that
+api.<E2B_DOMAIN> and <port>-<id>.<E2B_DOMAIN> reach the fake, and every SDK
+call works as against the platform (JS only; it changes code in your
+process, so it is only used when you ask for it).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if apiKey != "" && !strings.HasPrefix(apiKey, "e2b_") {
@@ -85,7 +100,13 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 			if err != nil {
 				return err
 			}
+			path, addrs, err := e2b1Flags(e2b1, e2b1Addrs)
+			if err != nil {
+				return err
+			}
+			errOut := cmd.ErrOrStderr()
 			p := fakeprovider.New(&fakeprovider.Options{
+				OnDebugRoute:    func(e fakeprovider.DebugEvent) { fmt.Fprintf(errOut, "sandboxkit fake-provider: %s\n", e) },
 				APIKey:          apiKey,
 				SandboxLimit:    sandboxLimit,
 				AcceptResources: acceptResources,
@@ -104,6 +125,17 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 			fmt.Fprintf(out, "E2B_API_KEY=%s\n", p.APIKey())
 			fmt.Fprintf(out, "E2B_DOMAIN=%s\n", fakeprovider.DomainSuffix)
 			fmt.Fprintf(out, "E2B_SANDBOX_URL=%s\n", srv.URL())
+			reach, err := fakeprovider.ReachE2B1(path, p, addrs, "")
+			if err != nil {
+				return fmt.Errorf("--e2b1 %s: %w", e2b1, err)
+			}
+			defer reach.Close()
+			for _, kv := range reach.Env {
+				fmt.Fprintln(out, kv)
+			}
+			if reach.Console != "" {
+				fmt.Fprintf(errOut, "sandboxkit fake-provider: %s\n", reach.Console)
+			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "sandboxkit fake-provider: serving an in-memory E2B-compatible provider on %s until interrupted\n", srv.URL())
 
 			ctx := cmd.Context()
@@ -123,6 +155,7 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 	f.IntVar(&sandboxLimit, "sandbox-limit", fakeprovider.DefaultSandboxLimit, "number of sandboxes that may run at once; creating more gives 429")
 	f.BoolVar(&acceptResources, "accept-resources", false, `accept "cpuCount" and "memoryMB" on create (otherwise 400, as for an unknown field)`)
 	f.BoolVar(&canaries, "canaries", false, "turn on the leak detectors a client can see (metadata and env entries, canary domain and client ID, error-message suffix)")
+	addE2B1Flags(f, &e2b1, &e2b1Addrs)
 	f.StringVar(&routes, "routes", "all", `create/connect route families to serve: "all", "v1" (POST /sandboxes...) or "v2" (POST /v2/sandboxes...); the other answers 404`)
 	return cmd
 }

@@ -31,3 +31,19 @@ func TestRouteFamilyFlag(t *testing.T) {
 		t.Errorf("--routes v3: %v", err)
 	}
 }
+
+// --e2b1 takes "debug" or "preload"; --help explains both.
+func TestFakeProviderE2B1Flag(t *testing.T) {
+	if _, err := run(t, "fake-provider", "--e2b1", "fetch"); err == nil || !strings.Contains(err.Error(), "--e2b1") {
+		t.Errorf("--e2b1 fetch: %v", err)
+	}
+	out, err := run(t, "fake-provider", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"--e2b1", "E2B_DEBUG=true", "NODE_OPTIONS"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("fake-provider --help lacks %q", want)
+		}
+	}
+}
