@@ -101,5 +101,8 @@ func focused(name string) []string {
 	if ids, ok := eraFocusedSpecs[name]; ok {
 		return ids
 	}
+	if ids, ok := ownersFocusedSpecs[name]; ok {
+		return ids
+	}
 	return robustnessFocusedSpecs[name]
 }

@@ -146,7 +146,7 @@ func (r *registry) destroy(job *cleanupJob) {
 }
 
 // checkCreate looks for the sandboxes tagged by a create whose answer was
-// lost, and destroys each one found. The platform may act on the create
+// lost, and destroys each one found (LOST-1). The platform may act on the create
 // after the server gave up on it, so an empty listing is not the end: it
 // lists again with backoff for Limits.CreateCheckFor, or until shutdown
 // begins (one last listing then).
