@@ -53,4 +53,3 @@ func (d *deadInstance) done(swept bool) {
 	}
 	_ = d.f.Close()
 }
-
