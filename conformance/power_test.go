@@ -104,5 +104,8 @@ func focused(name string) []string {
 	if ids, ok := wireFocusedSpecs[name]; ok {
 		return ids
 	}
+	if ids, ok := ownersFocusedSpecs[name]; ok {
+		return ids
+	}
 	return robustnessFocusedSpecs[name]
 }

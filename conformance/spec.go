@@ -118,7 +118,7 @@ func registrations() []registration {
 		{family: FamilyRenewal, defaults: fake, specs: lists(renewalSpecs, renewalEdgeSpecs)},
 		{family: FamilyLeakage, defaults: fake, specs: lists(leakageSpecs, leakageTimeSpecs)},
 		{family: FamilyErrors, defaults: fake, specs: lists(errorSpecs, deadlineSpecs)},
-		{family: FamilyCleanup, defaults: fake, specs: lists(cleanupSpecs, cleanupFaultSpecs, cleanupEndSpecs, crashSpecs, shutdownHTTPSpecs)},
+		{family: FamilyCleanup, defaults: fake, specs: lists(cleanupSpecs, cleanupFaultSpecs, cleanupEndSpecs, crashSpecs, shutdownHTTPSpecs, ownersSpecs)},
 		{family: FamilyExec, specs: lists(execSpecs)},
 		{family: FamilyFiles, specs: lists(filesSpecs)},
 		{family: FamilyBackground, specs: lists(backgroundSpecs)},

@@ -44,6 +44,13 @@ type Fault struct {
 	// Hang blocks the request until [FaultHandle.Release] is called or the
 	// request's context ends.
 	Hang bool
+	// Orphan makes a Delay or Hang outlast the request's client: the held
+	// request waits for its Delay or [FaultHandle.Release] even when its
+	// client has gone, then goes on to its handler, as a platform that
+	// acts on a request its caller gave up on (a create whose answer
+	// never came). It may not be combined with Reset, Status, Malformed or
+	// Oversize.
+	Orphan bool
 	// Drip, when non-zero, sends the status line and headers at once, then
 	// the response body (the handler's, or that of a Status, Malformed or
 	// Oversize fault) one byte at a time, each byte written and flushed Drip
@@ -93,7 +100,8 @@ func knownOps() []string {
 // a request, the one injected first applies. InjectFault panics when f.Op is
 // neither "" nor a route-table operation, or f.Status is outside 200..599,
 // or f.Times, f.Drip or f.Oversize is negative, or f.Oversize is
-// combined with Body, Malformed, Reset or a status that carries no body.
+// combined with Body, Malformed, Reset or a status that carries no body, or
+// f.Orphan lacks Hang and Delay or comes with an outcome of its own.
 func (p *Provider) InjectFault(f Fault) *FaultHandle {
 	if f.Op != "" && !slices.Contains(knownOps(), f.Op) {
 		panic(fmt.Sprintf("fakeprovider: InjectFault: unknown op %q", f.Op))
@@ -108,6 +116,9 @@ func (p *Provider) InjectFault(f Fault) *FaultHandle {
 		panic(fmt.Sprintf("fakeprovider: InjectFault: negative Drip %v", f.Drip))
 	}
 	checkOversize(f)
+	if f.Orphan && (f.Reset || f.Status != 0 || f.Malformed || f.Oversize != 0 || !(f.Hang || f.Delay > 0)) {
+		panic("fakeprovider: InjectFault: Orphan holds a request for its handler: it needs Hang or Delay, and no Reset, Status, Malformed or Oversize")
+	}
 	idle := make(chan struct{})
 	close(idle)
 	h := &FaultHandle{p: p, fault: f, released: make(chan struct{}), idle: idle}
@@ -256,6 +267,10 @@ func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op string,
 	if (f.Hang || f.Delay > 0) && !readBodyFirst(r) {
 		return nil, true
 	}
+	if f.Orphan {
+		holdPastClient(f, h)
+		return w, false
+	}
 	if f.Delay > 0 {
 		t := time.NewTimer(f.Delay)
 		select {
@@ -302,6 +317,17 @@ func (p *Provider) applyFault(w http.ResponseWriter, r *http.Request, op string,
 		return w, false
 	}
 	return nil, true
+}
+
+// holdPastClient holds an Orphan fault's request for its Delay, then until
+// Release when it hangs, whether or not its client is still there.
+func holdPastClient(f Fault, h *FaultHandle) {
+	if f.Delay > 0 {
+		time.Sleep(f.Delay)
+	}
+	if f.Hang {
+		<-h.released
+	}
 }
 
 // readBodyFirst reads the body of a request a fault is about to hold into

@@ -62,6 +62,13 @@ type cleanupJob struct {
 	kill    func(ctx context.Context) error // destroys the sandbox
 	// find lists the sandboxes a failed create may have left (create checks).
 	find func(ctx context.Context) ([]string, error)
+	// lifetime is the timeout a create check's create asked for: how long
+	// a sandbox it left can live once it exists.
+	lifetime time.Duration
+	// stop, when set, ends a create check early, like shutdown does: the
+	// end of a session that is its whole connection (stdio), whose Run
+	// waits for its checks.
+	stop <-chan struct{}
 }
 
 // cleanupState is the state of close-time destroys and create checks: the
@@ -73,10 +80,12 @@ type cleanupState struct {
 	dropped    int           // older ones no longer listed
 	abandoned  chan struct{} // closed when shutdown gives up waiting
 	abandonOne sync.Once
+	stopping   chan struct{} // closed when shutdown begins: create checks look one last time
+	stopOne    sync.Once
 }
 
 func newCleanupState() *cleanupState {
-	return &cleanupState{inFlight: map[*cleanupJob]struct{}{}, abandoned: make(chan struct{})}
+	return &cleanupState{inFlight: map[*cleanupJob]struct{}{}, abandoned: make(chan struct{}), stopping: make(chan struct{})}
 }
 
 // retryable reports whether a failed destroy or list may succeed later.
@@ -136,29 +145,87 @@ func (r *registry) destroy(job *cleanupJob) {
 	})
 }
 
-// checkCreate lists the sandboxes tagged by a create whose answer was lost,
-// and destroys each one found.
+// checkCreate looks for the sandboxes tagged by a create whose answer was
+// lost, and destroys each one found (LOST-1). The platform may act on the create
+// after the server gave up on it, so an empty listing is not the end: it
+// lists again with backoff for Limits.CreateCheckFor, or until shutdown
+// begins (one last listing then).
 func (r *registry) checkCreate(job *cleanupJob) {
-	var found []string
-	if !r.retry(job, "create check", func(ctx context.Context) error {
-		ids, err := job.find(ctx)
-		found = ids
-		return err
-	}) {
+	start := time.Now()
+	deadline := start.Add(r.deps.Limits.CreateCheckFor)
+	delay := retryFirstDelay
+	for n := 1; ; n++ {
+		var found []string
+		if !r.retry(job, "create check", func(ctx context.Context) error {
+			ids, err := job.find(ctx)
+			found = ids
+			return err
+		}) {
+			return
+		}
+		if len(found) > 0 {
+			r.destroyFound(job, found, time.Since(start))
+			return
+		}
+		if time.Now().Add(delay).After(deadline) || r.waitOrStop(job, delay) {
+			r.noneFound(job, n, time.Since(start))
+			return
+		}
+		delay = min(delay*2, retryMaxDelay)
+	}
+}
+
+// waitOrStop waits d and reports whether shutdown or the job's stop came
+// first.
+func (r *registry) waitOrStop(job *cleanupJob, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return false
+	case <-r.state.stopping:
+		return true
+	case <-job.stop:
+		return true
+	}
+}
+
+// stopped reports whether shutdown began or the job's stop is closed.
+func (r *registry) stopped(job *cleanupJob) bool {
+	select {
+	case <-r.state.stopping:
+		return true
+	case <-job.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// noneFound ends a create check that found nothing. Before shutdown that
+// took the whole window; a sandbox the platform makes later still ends by
+// its lifetime, and the log says so rather than that none was left.
+func (r *registry) noneFound(job *cleanupJob, listings int, took time.Duration) {
+	lifetime := job.lifetime
+	if lifetime <= 0 {
+		lifetime = sandbox.DefaultSandboxTimeout
+	}
+	if r.stopped(job) {
+		// Cut short: the outcome stays unknown, and is reported.
+		r.giveUp(job, sandbox.Unavailable, listings)
 		return
 	}
-	r.destroyFound(job, found)
+	r.deps.Logger.Info("lost create: no sandbox appeared within the check window; one the platform makes later ends by its lifetime",
+		"session", job.session, "metadata", CreateTagKey+"="+job.tag, "listings", listings,
+		"window", took.Round(time.Millisecond).String(), "lifetime", lifetime.String())
 }
 
 // destroyFound destroys, in the background, the sandboxes a create check
 // found.
-func (r *registry) destroyFound(job *cleanupJob, found []string) {
-	if len(found) == 0 {
-		r.deps.Logger.Info("failed create left no sandbox", "session", job.session)
-		return
-	}
+func (r *registry) destroyFound(job *cleanupJob, found []string, after time.Duration) {
 	for _, id := range found {
-		r.deps.Logger.Warn("failed create left a sandbox; destroying it", "session", job.session, "sandbox_id", id)
+		r.deps.Logger.Warn("lost create left a sandbox; destroying it", "session", job.session, "sandbox_id", id,
+			"found_after", after.Round(time.Millisecond))
 		r.startCleanup(&cleanupJob{session: job.session, id: id, kill: func(ctx context.Context) error {
 			return r.deps.Platform.KillByID(ctx, id, nil)
 		}})
@@ -237,7 +304,14 @@ func (r *registry) giveUp(job *cleanupJob, cat sandbox.Category, attempts int) {
 // abandon makes every job stop retrying and report itself unresolved;
 // shutdown calls it when its deadline passes.
 func (r *registry) abandon() {
+	r.stopChecks()
 	r.state.abandonOne.Do(func() { close(r.state.abandoned) })
+}
+
+// stopChecks makes every create check list one last time and end; shutdown
+// calls it as it begins.
+func (r *registry) stopChecks() {
+	r.state.stopOne.Do(func() { close(r.state.stopping) })
 }
 
 // pendingCleanups lists the jobs still in flight, for the shutdown report.

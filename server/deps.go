@@ -88,6 +88,13 @@ type Limits struct {
 	// whose create request failed without a definite answer. Default
 	// [DefaultDestroyRetryFor]; negative means a single attempt.
 	DestroyRetryFor time.Duration
+	// CreateCheckFor is how long the server keeps looking for a sandbox
+	// that a create without a definite answer may have left (by the
+	// create's [CreateTagKey] nonce): a platform can act on a create after
+	// its caller gave up. One found within it is destroyed; one that
+	// appears later ends by its own lifetime, which an owner lease keeps
+	// short. Default [DefaultCreateCheckFor].
+	CreateCheckFor time.Duration
 	// DestroyConcurrency is how many close-time destroys run at once, across
 	// the whole server. Default [DefaultDestroyConcurrency].
 	DestroyConcurrency int
@@ -109,6 +116,7 @@ const (
 	DefaultDestroyTimeout        = 30 * time.Second
 	DefaultDestroyRetryFor       = 2 * time.Minute
 	DefaultDestroyConcurrency    = 8
+	DefaultCreateCheckFor        = 2 * time.Minute
 	DefaultTransferURLTTL        = 300 * time.Second
 )
 
@@ -154,6 +162,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.DestroyConcurrency <= 0 {
 		l.DestroyConcurrency = DefaultDestroyConcurrency
+	}
+	if l.CreateCheckFor <= 0 {
+		l.CreateCheckFor = DefaultCreateCheckFor
 	}
 	if l.SandboxesPerSession <= 0 {
 		l.SandboxesPerSession = DefaultSandboxesPerSession

@@ -305,14 +305,15 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 }
 
 // checkLostCreate starts looking, in the background, for a sandbox that a
-// create which failed without a definite answer may have left, and
-// destroys what it finds. It is tracked like a close-time destroy.
+// create which failed without a definite answer may have left, by the
+// create's nonce ([CreateTagKey]), for Limits.CreateCheckFor, and destroys
+// what it finds. It is tracked like a close-time destroy.
 func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.CreateOptions) {
 	if sess.reg == nil {
 		return
 	}
 	list := &sandbox.ListOptions{Provider: opts.Provider, Region: opts.Region, Metadata: map[string]string{CreateTagKey: tag}}
-	job := &cleanupJob{session: sess.seq, tag: tag, find: func(ctx context.Context) ([]string, error) {
+	job := &cleanupJob{session: sess.seq, tag: tag, lifetime: opts.Timeout, find: func(ctx context.Context) ([]string, error) {
 		infos, err := deps.Platform.List(ctx, list)
 		if err != nil {
 			return nil, err
@@ -323,6 +324,9 @@ func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.Create
 		}
 		return ids, nil
 	}}
+	if sess.httpID == "" && sess.modern == nil {
+		job.stop = sess.ended // stdio: Run waits for it, then the process exits
+	}
 	sess.reg.startCleanup(job)
 }
 

@@ -151,7 +151,7 @@ func TestLostCreateIsFound(t *testing.T) {
 	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"`+CreateTagKey+`"`) {
 		t.Errorf("create not tagged: %+v", creates)
 	}
-	if !strings.Contains(h.logs.String(), "failed create left a sandbox; destroying it") {
+	if !strings.Contains(h.logs.String(), "lost create left a sandbox; destroying it") {
 		t.Errorf("not logged:\n%s", h.logs.String())
 	}
 	// The session is unaffected: no default was set.

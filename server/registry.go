@@ -120,6 +120,7 @@ func ownedJob(seq uint64, h *sandbox.Sandbox) *cleanupJob {
 // beginShutdown closes every session (starting their destroys) and makes
 // every session that starts later closed from the outset.
 func (r *registry) beginShutdown() {
+	r.stopChecks() // create checks look one last time
 	r.mu.Lock()
 	r.shutdown = true
 	all := make([]*session, 0, len(r.sessions))

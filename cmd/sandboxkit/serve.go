@@ -56,6 +56,13 @@ type serveConfig struct {
 	ownerLease   time.Duration
 }
 
+// serveDefaultOwnerLease is the default --owner-lease: with default flags
+// no owned sandbox of a dead process outlives it, and a sandbox whose
+// session asked for at most this lifetime is told exactly what it asked
+// for (the contract's TIMEOUT-3 and RENEW-1 bodies hold unchanged up to
+// it). Renewals cost one call per such sandbox per 40 minutes.
+const serveDefaultOwnerLease = time.Hour
+
 // serveInstanceEnv names the environment variable that gives the instance
 // ID when --instance is not set.
 const serveInstanceEnv = "SANDBOXKIT_INSTANCE"
@@ -160,11 +167,15 @@ instance on this host holds it: a second process started under the same ID
 while the first serves (an MCP client's probe, for example) sweeps nothing.
 Processes of one instance on different hosts cannot see each other's lock:
 give each replica its own ID. Sandboxes that 2026-07-28 requests create
-carry no instance tag: no sweep destroys them (they end by their lease). With --owner-lease D the platform is
-never told a lifetime longer than D: the server renews it every D/3 while
-the owning session lives, up to the lifetime the session asked for (which
-get_sandbox keeps reporting), so a dead server's sandboxes end within D even
-if it never comes back. See docs/deploy.md.
+carry no instance tag: no sweep destroys them (they end by their lease).
+Without an instance ID the process holds a lock file for its random one,
+and a later start on this host sweeps the sandboxes of every such instance
+whose process died (its lock file left, no live process holding it).
+With --owner-lease D (default 1h) the platform is never told a lifetime
+longer than D: the server renews it every D/3 while the owning session
+lives, up to the lifetime the session asked for (which get_sandbox keeps
+reporting), so a dead server's sandboxes end within D even if it never
+comes back. See docs/deploy.md.
 
 HTTP limits. At most --max-sessions sessions are live at once, and at most
 --max-sessions-per-client from one client (default 64); a session counts from
@@ -232,7 +243,7 @@ Examples:
 	// Ownership flags (docs/deploy.md, "Ownership that survives the owner").
 	f.StringVar(&cfg.instance, "instance", "", "stable ID of this server instance, written into every sandbox's metadata (default $"+serveInstanceEnv+"; unset: a random one)")
 	f.BoolVar(&cfg.sweepAtStart, "sweep-at-start", true, "with a stable instance ID, destroy every sandbox tagged with it before serving: what this instance's previous life left (skipped while another live process of the instance runs on this host)")
-	f.DurationVar(&cfg.ownerLease, "owner-lease", 0, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")
+	f.DurationVar(&cfg.ownerLease, "owner-lease", serveDefaultOwnerLease, "bound on how long an owned sandbox outlives this process if it dies without cleanup: the platform is told at most this lifetime, renewed every third of it while the session lives (0: off; at least 3s; changes the timeout sent by set_sandbox_timeout and renewals to at most the lease)")
 	return cmd
 }
 
@@ -363,7 +374,8 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 		release := serveHoldInstance(ctx, srv, cfg.sweepAtStart, logger)
 		defer release()
 	} else {
-		serveSweepAtStart(ctx, srv, false, logger)
+		release := serveHoldAnonymous(ctx, srv, platform, cfg.sweepAtStart, logger)
+		defer release()
 	}
 	if cfg.httpAddr == "" {
 		logger.Info("serving MCP on stdio")
@@ -402,6 +414,55 @@ func serveHoldInstance(ctx context.Context, srv *server.Server, sweep bool, logg
 		logger.Warn("instance lock could not be shared", "instance", srv.Instance(), "error", err.Error())
 	}
 	return hold.release
+}
+
+// serveHoldAnonymous claims this process's random instance ID on this
+// host, and sweeps, before the server serves, the anonymous instances
+// whose process died (kill -9, an OOM kill) and left sandboxes: their lock
+// file stays, and no live process holds it. The lock is the liveness
+// proof: a live process's sandboxes are never swept. When the process
+// ends with nothing unresolved, its lock file is removed.
+func serveHoldAnonymous(ctx context.Context, srv *server.Server, p *sandbox.Platform, sweep bool, logger *slog.Logger) (release func()) {
+	dir := instanceLockDir()
+	hold, err := holdAnonymous(dir, srv.Instance())
+	if err != nil {
+		logger.Info("server instance", "instance", srv.Instance(), "sweep_at_start", false)
+		return func() {}
+	}
+	if sweep {
+		serveSweepDeadAnonymous(ctx, p, dir, srv.Instance(), logger)
+	} else {
+		logger.Info("server instance", "instance", srv.Instance(), "sweep_at_start", false)
+	}
+	return func() {
+		if srv.UnresolvedCount() > 0 {
+			hold.release() // the next start sweeps what is left
+			return
+		}
+		hold.forget()
+	}
+}
+
+// serveSweepDeadAnonymous sweeps every dead anonymous instance on this
+// host: one list per provider region, one destroy per sandbox found.
+func serveSweepDeadAnonymous(ctx context.Context, p *sandbox.Platform, dir, self string, logger *slog.Logger) {
+	dead := deadAnonymous(dir, self)
+	logger.Info("server instance", "instance", self, "sweep_at_start", true, "dead_instances", len(dead))
+	// A provider that is down must not hold the start up for long: what is
+	// not swept now keeps its lock file for the next start.
+	ctx, cancel := context.WithTimeout(ctx, server.DefaultDestroyTimeout)
+	defer cancel()
+	for _, d := range dead {
+		rep, err := server.SweepOrphans(ctx, p, d.id, &server.SweepOptions{Logger: logger})
+		if err != nil {
+			logger.Error("sweep of a dead instance incomplete: the next start tries again", "instance", d.id, "error", err.Error())
+		}
+		if rep != nil {
+			logger.Info("dead instance swept", "instance", d.id, "found", len(rep.Found), "destroyed", len(rep.Destroyed),
+				"duration", rep.Duration.Round(time.Millisecond))
+		}
+		d.done(err == nil)
+	}
 }
 
 // serveSweepAtStart destroys, before the server serves, what an earlier

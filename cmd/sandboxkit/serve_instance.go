@@ -32,4 +32,24 @@ type instanceHold interface {
 	share() error
 	// release gives the claim up (the process ending does too).
 	release()
+	// forget gives the claim up and removes the lock file: the process
+	// ends with nothing of its instance left for a sweep.
+	forget()
+}
+
+// deadInstance is an anonymous instance found dead, held exclusively.
+type deadInstance struct {
+	id   string
+	path string
+	f    *os.File
+}
+
+// done releases the instance; swept removes its lock file, so no later
+// start looks at it again. An instance whose sweep did not finish keeps
+// its file for the next start.
+func (d *deadInstance) done(swept bool) {
+	if swept {
+		_ = os.Remove(d.path)
+	}
+	_ = d.f.Close()
 }

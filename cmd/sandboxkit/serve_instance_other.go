@@ -9,3 +9,12 @@ import "errors"
 func holdInstance(string, string) (instanceHold, error) {
 	return nil, errors.ErrUnsupported
 }
+
+// holdAnonymous cannot tell a live process from a dead one here.
+func holdAnonymous(string, string) (instanceHold, error) {
+	return nil, errors.ErrUnsupported
+}
+
+// deadAnonymous finds nothing here: without a lock no instance is known
+// to be dead.
+func deadAnonymous(string, string) []*deadInstance { return nil }

@@ -47,3 +47,50 @@ func TestInstanceHoldSweepsOnlyWithoutLiveSibling(t *testing.T) {
 		t.Errorf("another instance's lock is shared with replica-0's: %v", err)
 	}
 }
+
+// Item of SESSION-4 without an instance ID: a process started with a
+// random ID leaves its lock file when it dies, and a later start finds it
+// dead (no live process holds it); a live process's file is never found.
+func TestDeadAnonymousFoundOnlyWhenDead(t *testing.T) {
+	dir := t.TempDir()
+	live, err := holdAnonymous(dir, "anon-live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.forget()
+	died, err := holdAnonymous(dir, "anon-died")
+	if err != nil {
+		t.Fatal(err)
+	}
+	died.release() // what the kernel does at SIGKILL: the lock goes, the file stays
+	ended, err := holdAnonymous(dir, "anon-ended")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ended.forget() // a clean exit with nothing left
+
+	dead := deadAnonymous(dir, "anon-new")
+	if len(dead) != 1 || dead[0].id != "anon-died" {
+		t.Fatalf("dead instances %v, want only anon-died", deadIDs(dead))
+	}
+	if again := deadAnonymous(dir, "anon-other"); len(again) != 0 {
+		t.Errorf("a dead instance being swept is found by a second starting process: %v", deadIDs(again))
+	}
+	dead[0].done(false) // the sweep did not finish: the next start tries again
+	retry := deadAnonymous(dir, "anon-new")
+	if len(retry) != 1 {
+		t.Fatalf("after an unfinished sweep: %v", deadIDs(retry))
+	}
+	retry[0].done(true)
+	if left := deadAnonymous(dir, "anon-new"); len(left) != 0 {
+		t.Errorf("a swept instance is found again: %v", deadIDs(left))
+	}
+}
+
+func deadIDs(d []*deadInstance) []string {
+	out := make([]string, len(d))
+	for i, x := range d {
+		out[i] = x.id
+	}
+	return out
+}
