@@ -30,7 +30,7 @@ type Daemon struct {
 	mem    *MemFS
 	runner Runner
 	bins   map[string]Builtin
-	procs *procTable
+	procs  *procTable
 	// jobs are the shell's background jobs, by PID.
 	jobs *jobTable
 	// watchers are the polled watchers of CreateWatcher.
@@ -114,7 +114,7 @@ func (d *Daemon) routes() *http.ServeMux {
 // 502 with the body of the platform's edge for a sandbox that is gone.
 func (d *Daemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.closed.Load() {
-		writeGone(w, d.cfg.SandboxID)
+		WriteGone(w, d.cfg.SandboxID)
 		return
 	}
 	if !d.authorized(r) {
