@@ -21,6 +21,7 @@ func newFakeProviderCommand() *cobra.Command {
 		acceptResources bool
 		canaries        bool
 		routes          string
+		exec            execFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "fake-provider",
@@ -72,7 +73,16 @@ For example:
   python -c 'from e2b import Sandbox; print(Sandbox.list().next_items())'
 
 E2B_API_URL replaces https://api.<domain>; E2B_SANDBOX_URL sends envd
-traffic to the same server with the E2b-Sandbox-Id header.`,
+traffic to the same server with the E2b-Sandbox-Id header.
+
+--exec namespace (Linux, as root) makes every sandbox real instead: this
+program re-run in new mount, pid, uts, ipc and network namespaces over an
+overlay of --rootfs (default /) with a writable layer of its own, so
+commands are real processes (python3, pip, git, a server on loopback:
+whatever the root filesystem has) run as user (uid 1000) or root, and files
+are real. A probe sandbox runs true at start-up; if it fails the command
+exits with the reason. It is for trusted code only: sandboxes share the
+host's kernel.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if apiKey != "" && !strings.HasPrefix(apiKey, "e2b_") {
@@ -85,7 +95,12 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 			if err != nil {
 				return err
 			}
+			newDaemon, err := exec.newDaemon(cmd.Context())
+			if err != nil {
+				return err
+			}
 			p := fakeprovider.New(&fakeprovider.Options{
+				NewDaemon:       newDaemon,
 				APIKey:          apiKey,
 				SandboxLimit:    sandboxLimit,
 				AcceptResources: acceptResources,
@@ -124,6 +139,7 @@ traffic to the same server with the E2b-Sandbox-Id header.`,
 	f.BoolVar(&acceptResources, "accept-resources", false, `accept "cpuCount" and "memoryMB" on create (otherwise 400, as for an unknown field)`)
 	f.BoolVar(&canaries, "canaries", false, "turn on the leak detectors a client can see (metadata and env entries, canary domain and client ID, error-message suffix)")
 	f.StringVar(&routes, "routes", "all", `create/connect route families to serve: "all", "v1" (POST /sandboxes...) or "v2" (POST /v2/sandboxes...); the other answers 404`)
+	exec.add(f)
 	return cmd
 }
 
