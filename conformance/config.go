@@ -1,6 +1,8 @@
 package conformance
 
 import (
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+
 	"errors"
 	"fmt"
 	"net/url"
@@ -118,6 +120,11 @@ type Config struct {
 	// RunID names the run in its state file and evidence. Default: a fresh
 	// [cloudstate.NewRunID].
 	RunID string
+
+	// FakeDaemon, when set, builds every fake sandbox's daemon in place of
+	// the in-memory one ([fakeprovider.Options.NewDaemon]), for example
+	// [fakeprovider.NamespaceDaemon]'s real Linux sandboxes.
+	FakeDaemon func(fakeprovider.DaemonConfig) fakeprovider.Daemon
 }
 
 // DefaultInProcessDeadline is the provider deadline the in-process
