@@ -3,7 +3,6 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"net/url"
 	"os"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/conformance/cloudstate"
 	"github.com/sandboxkit/sandboxkit/evidence"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/internal/toolset"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
@@ -130,6 +130,10 @@ type Config struct {
 	// for tests, which must not contend for the fixed ports). Zero: where
 	// e2b 1.x looks.
 	E2B1DebugAddrs fakeprovider.DebugAddrs
+	// FakeDaemon, when set, builds every fake sandbox's daemon in place of
+	// the in-memory one ([fakeprovider.Options.NewDaemon]), for example
+	// [fakeprovider.NamespaceDaemon]'s real Linux sandboxes.
+	FakeDaemon func(fakeprovider.DaemonConfig) fakeprovider.Daemon
 }
 
 // DefaultInProcessDeadline is the provider deadline the in-process

@@ -17,6 +17,8 @@ import (
 type fakeHub struct {
 	apiKey string
 	routes fakeprovider.RouteFamily // create/connect families each fake serves
+	// newDaemon builds each sandbox's daemon; nil for the in-memory one.
+	newDaemon func(fakeprovider.DaemonConfig) fakeprovider.Daemon
 
 	mu    sync.Mutex
 	cur   *fakeprovider.Provider
@@ -39,7 +41,7 @@ func (h *fakeHub) fresh() (*fakeprovider.Provider, *fakeprovider.FakeClock) {
 	clock := fakeprovider.NewFakeClock(time.Now().UTC().Truncate(time.Second))
 	// The kit's leak specs need the detectors a faithful client would see
 	// (metadata and env entries, canary domain, error-message suffix).
-	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true, Routes: h.routes})
+	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true, Routes: h.routes, NewDaemon: h.newDaemon})
 	h.mu.Lock()
 	old := h.cur
 	h.cur, h.clock = p, clock

@@ -102,6 +102,7 @@ func (r *runState) start(ctx context.Context) error {
 	} else {
 		r.hub = newFakeHub(cfg.FakeAPIKey)
 		r.hub.routes = r.seams.fakeRoutes
+		r.hub.newDaemon = cfg.FakeDaemon
 		r.hub.fresh()
 		r.secrets.Add(r.hub.apiKey)
 		// Every target reaches the fake over loopback, the in-process

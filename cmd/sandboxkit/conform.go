@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 // conformFlags are the conform command's flags.
 type conformFlags struct {
+	exec        execFlags // --exec, --rootfs: conform_exec.go
 	serverCmd   string
 	serverEnv   []string
 	serverURL   string
@@ -219,6 +221,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.StringVar(&f.serverURL, "server-url", "", "Streamable HTTP endpoint of the server under test")
 	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
 	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other); the first is --header's Authorization")
+	f.exec.add(fl)
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
 	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
 	addE2B1Flags(fl, &f.e2b1, &f.e2b1Addrs)
@@ -361,6 +364,11 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 		cfg.Tools = tools
 	}
 	cfg.Profile = conformance.Profile(f.profile)
+	fakeDaemon, err := f.exec.newDaemon(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	cfg.FakeDaemon = fakeDaemon
 	if f.expected != "" {
 		data, err := os.ReadFile(f.expected)
 		if err != nil {

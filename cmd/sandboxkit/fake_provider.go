@@ -23,6 +23,7 @@ func newFakeProviderCommand() *cobra.Command {
 		routes          string
 		e2b1            string
 		e2b1Addrs       string
+		exec            execFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "fake-provider",
@@ -87,7 +88,16 @@ runs, and answers 502 when several do); stderr says so when it happens.
 NODE_OPTIONS=--require=<file>: it replaces fetch in the Node process so that
 api.<E2B_DOMAIN> and <port>-<id>.<E2B_DOMAIN> reach the fake, and every SDK
 call works as against the platform (JS only; it changes code in your
-process, so it is only used when you ask for it).`,
+process, so it is only used when you ask for it).
+
+--exec namespace (Linux, as root) makes every sandbox real instead: this
+program re-run in new mount, pid, uts, ipc and network namespaces over an
+overlay of --rootfs (default /) with a writable layer of its own, so
+commands are real processes (python3, pip, git, a server on loopback:
+whatever the root filesystem has) run as user (uid 1000) or root, and files
+are real. A probe sandbox runs true at start-up; if it fails the command
+exits with the reason. It is for trusted code only: sandboxes share the
+host's kernel.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if apiKey != "" && !strings.HasPrefix(apiKey, "e2b_") {
@@ -104,8 +114,13 @@ process, so it is only used when you ask for it).`,
 			if err != nil {
 				return err
 			}
+			newDaemon, err := exec.newDaemon(cmd.Context())
+			if err != nil {
+				return err
+			}
 			errOut := cmd.ErrOrStderr()
 			p := fakeprovider.New(&fakeprovider.Options{
+				NewDaemon:       newDaemon,
 				OnDebugRoute:    func(e fakeprovider.DebugEvent) { fmt.Fprintf(errOut, "sandboxkit fake-provider: %s\n", e) },
 				APIKey:          apiKey,
 				SandboxLimit:    sandboxLimit,
@@ -157,6 +172,7 @@ process, so it is only used when you ask for it).`,
 	f.BoolVar(&canaries, "canaries", false, "turn on the leak detectors a client can see (metadata and env entries, canary domain and client ID, error-message suffix)")
 	addE2B1Flags(f, &e2b1, &e2b1Addrs)
 	f.StringVar(&routes, "routes", "all", `create/connect route families to serve: "all", "v1" (POST /sandboxes...) or "v2" (POST /v2/sandboxes...); the other answers 404`)
+	exec.add(f)
 	return cmd
 }
 

@@ -11,9 +11,13 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
 
 func main() {
+	// A namespace sandbox (--exec namespace) is this program re-run.
+	fakeprovider.RunSandboxRole()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand().ExecuteContext(ctx)
 	stop()

@@ -121,7 +121,7 @@ func (d *Daemon) CodeInterpreter() *fakecodeinterp.Server {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	srv := fakecodeinterp.New(fakecodeinterp.Config{EnvVars: env, Shell: d.runShell, FS: d.fs})
+	srv := fakecodeinterp.New(fakecodeinterp.Config{EnvVars: env, Shell: d.runShell, FS: d.mem})
 	context.AfterFunc(d.ctx, srv.Close) // the sandbox going away cuts running cells
 	return srv
 }

@@ -23,10 +23,14 @@ const closeWait = 5 * time.Second
 
 // Daemon is the fake envd of one sandbox. It is an http.Handler.
 type Daemon struct {
-	cfg   Config
-	fs    *MemFS
-	bins  map[string]Builtin
-	procs *procTable
+	cfg Config
+	// fs is where the handlers find files: mem, or the real root.
+	fs FS
+	// mem is the in-memory filesystem; nil in the OS backend.
+	mem    *MemFS
+	runner Runner
+	bins   map[string]Builtin
+	procs  *procTable
 	// jobs are the shell's background jobs, by PID.
 	jobs *jobTable
 	// watchers are the polled watchers of CreateWatcher.
@@ -69,7 +73,8 @@ func New(cfg Config) *Daemon {
 	fs.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	procs := newProcTable()
-	d := &Daemon{cfg: cfg, fs: fs, bins: bins, procs: procs, jobs: newJobTable(procs), ctx: ctx, cancel: cancel, memLimit: maxInMemory}
+	d := &Daemon{cfg: cfg, fs: memFS{fs}, mem: fs, bins: bins, procs: procs, jobs: newJobTable(procs), ctx: ctx, cancel: cancel, memLimit: maxInMemory}
+	d.runner = memRunner{d}
 	d.mux = d.routes()
 	return d
 }
@@ -109,7 +114,7 @@ func (d *Daemon) routes() *http.ServeMux {
 // 502 with the body of the platform's edge for a sandbox that is gone.
 func (d *Daemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if d.closed.Load() {
-		writeGone(w, d.cfg.SandboxID)
+		WriteGone(w, d.cfg.SandboxID)
 		return
 	}
 	if !d.authorized(r) {
@@ -138,13 +143,17 @@ func (d *Daemon) Close() {
 func (d *Daemon) Reboot() {
 	d.procs.killAll(closeWait)
 	d.watchers.closeAll()
-	if err := writeBootID(d.fs); err != nil {
+	if d.mem == nil {
+		return
+	}
+	if err := writeBootID(d.mem); err != nil {
 		panic(fmt.Sprintf("fakeenvd: reboot: %v", err))
 	}
 }
 
-// FS returns the sandbox filesystem, for tests and inspection.
-func (d *Daemon) FS() *MemFS { return d.fs }
+// FS returns the in-memory sandbox filesystem, for tests and inspection;
+// nil in the OS backend.
+func (d *Daemon) FS() *MemFS { return d.mem }
 
 // Processes returns the running processes ordered by pid.
 func (d *Daemon) Processes() []envdapi.ProcessInfo {
@@ -167,7 +176,7 @@ func (d *Daemon) Builtins() []string {
 
 // shellFor returns the shell that runs processes as a.
 func (d *Daemon) shellFor(a account) *shell {
-	return &shell{fs: d.fs.As(a.uid, a.gid), bins: d.bins, jobs: d.jobs, acct: a, accounts: d.cfg.accounts(), memLimit: d.memLimit}
+	return &shell{fs: d.mem.As(a.uid, a.gid), bins: d.bins, jobs: d.jobs, acct: a, accounts: d.cfg.accounts(), memLimit: d.memLimit}
 }
 
 // resolvePath expands "~" and makes p absolute against the user's home,

@@ -18,6 +18,9 @@ import (
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
 )
 
+// createFlags open an upload's target: created or truncated.
+const createFlags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+
 // httpError is a plain-HTTP failure: a status and envd's message.
 type httpError struct {
 	code int
@@ -72,7 +75,7 @@ func (d *Daemon) serveDownload(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, fmt.Sprintf("path '%s' is not a regular file", p))
 		return
 	}
-	f, err := d.fs.OpenFile(p, os.O_RDONLY, 0)
+	f, err := d.fs.Open(p)
 	if err != nil {
 		writeJSONError(w, http.StatusInternalServerError, fmt.Sprintf("error opening file '%s': %v", p, err))
 		return
@@ -275,7 +278,7 @@ func (d *Daemon) writeUpload(r *http.Request, p string, src io.Reader, a account
 	if info, err := d.fs.Stat(p); err == nil && info.IsDir() {
 		return httpErr(http.StatusBadRequest, "path is a directory: %s", p)
 	}
-	f, err := d.fs.OpenFileAs(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o666, a.uid, a.gid)
+	f, err := d.fs.CreateAs(p, a.uid, a.gid)
 	if err != nil {
 		return httpErr(http.StatusInternalServerError, "error opening file: %w", err)
 	}

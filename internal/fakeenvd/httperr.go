@@ -15,10 +15,10 @@ func writeJSONError(w http.ResponseWriter, code int, message string) {
 	_ = json.NewEncoder(w).Encode(envdapi.HTTPError{Code: code, Message: message})
 }
 
-// writeGone writes the platform edge's 502 for a sandbox that is gone
+// WriteGone writes the platform edge's 502 for a sandbox that is gone
 // (e2b-dev/infra packages/shared/pkg/proxy/template/sandbox_not_found.go):
 // {"sandboxId","message","code"}.
-func writeGone(w http.ResponseWriter, sandboxID string) {
+func WriteGone(w http.ResponseWriter, sandboxID string) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusBadGateway)
 	_ = json.NewEncoder(w).Encode(struct {

@@ -16,19 +16,19 @@ type Image struct {
 
 // Image copies the daemon's file tree.
 func (d *Daemon) Image() *Image {
-	d.fs.mu.RLock()
-	defer d.fs.mu.RUnlock()
-	return &Image{root: copyNode(d.fs.root), used: d.fs.used}
+	d.mem.mu.RLock()
+	defer d.mem.mu.RUnlock()
+	return &Image{root: copyNode(d.mem.root), used: d.mem.used}
 }
 
 // Restore replaces the daemon's file tree with a copy of img, keeping the
 // daemon's own identity files in /run/e2b (it is another sandbox).
 func (d *Daemon) Restore(img *Image) {
-	d.fs.mu.Lock()
-	d.fs.root = copyNode(img.root)
-	d.fs.used = img.used
-	d.fs.mu.Unlock()
-	_ = populateRunDir(d.fs, d.cfg)
+	d.mem.mu.Lock()
+	d.mem.root = copyNode(img.root)
+	d.mem.used = img.used
+	d.mem.mu.Unlock()
+	_ = populateRunDir(d.mem, d.cfg)
 }
 
 // copyNode deep-copies a subtree.

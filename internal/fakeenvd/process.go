@@ -31,8 +31,7 @@ type process struct {
 	tag    *string
 	config envdapi.ProcessConfig
 
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
+	proc     Proc
 	hub      *outputHub
 	out      *coalescer
 	killed   chan struct{}
@@ -42,17 +41,16 @@ type process struct {
 	// expired, so that its Start stream ends with deadline_exceeded.
 	timedOut atomic.Bool
 
-	stdinR  *os.File
 	stdinMu sync.Mutex
 	stdinW  *os.File // nil once closed
 
-	pty *ptyState // nil unless started with a terminal
+	tty bool // started with a terminal
 }
 
-// signal stops the process: the shell stops between statements, built-ins
-// watch the context, stdin is closed and pending output is dropped.
+// signal stops the process (the runner delivers sig), closes its stdin
+// and drops output pending for slow subscribers.
 func (p *process) signal(sig syscall.Signal) {
-	p.cancel(killSignal(sig))
+	_ = p.proc.Signal(sig)
 	p.killOnce.Do(func() { close(p.killed) })
 	_ = p.closeStdin()
 }
@@ -123,12 +121,14 @@ func newProcTable() *procTable {
 	return &procTable{next: firstPID, procs: map[uint32]*process{}}
 }
 
-// add registers p under a fresh pid.
+// add registers p under its runner's pid, or a fresh one when it has none.
 func (t *procTable) add(p *process) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	p.pid = t.next
-	t.next++
+	if p.pid == 0 {
+		p.pid = t.next
+		t.next++
+	}
 	t.procs[p.pid] = p
 }
 
@@ -191,78 +191,56 @@ func (t *procTable) all() []*process {
 
 // startSpec is everything a new process needs.
 type startSpec struct {
-	sh      *shell
+	runner  Runner
+	proc    ProcSpec
 	config  envdapi.ProcessConfig
 	tag     *string
-	dir     string
-	env     []string
-	stdin   bool
-	pty     *envdapi.PTY  // a terminal instead of stdio
 	timeout time.Duration // 0 = none
 }
 
 // start launches a process and returns it with a subscription made before
 // it runs, so that the caller sees all of its output.
 func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec startSpec) (*process, *subscription, error) {
-	stdinR, stdinW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("fakeenvd: stdin pipe: %w", err)
-	}
-	if !spec.stdin && spec.pty == nil {
-		stdinW.Close()
-		stdinW = nil
-	}
-	ctx, cancel := context.WithCancelCause(parent)
 	p := &process{
-		tag: spec.tag, config: spec.config, ctx: ctx, cancel: cancel,
-		killed: make(chan struct{}), done: make(chan struct{}), stdinR: stdinR, stdinW: stdinW,
-	}
-	if spec.pty != nil {
-		p.pty = &ptyState{size: spec.pty.Size}
+		tag: spec.tag, config: spec.config, tty: spec.proc.PTY != nil,
+		killed: make(chan struct{}), done: make(chan struct{}),
 	}
 	p.hub = newOutputHub(p.killed, abort)
 	p.out = &coalescer{hub: p.hub}
 	sub := p.hub.subscribe()
+	ps := spec.proc
+	ps.Stdout, ps.Stderr = streamWriter{p.out, kindStdout}, streamWriter{p.out, kindStderr}
+	if p.tty {
+		ps.Stdout = streamWriter{p.out, kindPty}
+	}
+	proc, err := spec.runner.Start(parent, ps)
+	if err != nil {
+		sub.cancel()
+		return nil, nil, err
+	}
+	p.proc, p.stdinW, p.pid = proc, proc.Stdin(), proc.Pid()
 	t.add(p)
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		t.run(p, spec)
+		t.run(p, spec.timeout)
 	}()
 	return p, sub, nil
 }
 
-// run executes the command line of p and reports its end.
-func (t *procTable) run(p *process, spec startSpec) {
+// run waits for p and reports its end.
+func (t *procTable) run(p *process, timeout time.Duration) {
 	defer close(p.done)
-	if spec.timeout > 0 {
-		timer := time.AfterFunc(spec.timeout, func() {
+	if timeout > 0 {
+		timer := time.AfterFunc(timeout, func() {
 			p.timedOut.Store(true)
 			p.signal(syscall.SIGKILL)
 		})
 		defer timer.Stop()
 	}
-	stdout, stderr := streamWriter{p.out, kindStdout}, streamWriter{p.out, kindStderr}
-	code := 0
-	line, err := commandLine(append([]string{spec.config.Cmd}, spec.config.Args...))
-	if err != nil {
-		fmt.Fprintf(stderr, "bash: %v\n", err)
-		code = 126
-	} else if p.pty != nil {
-		// The SDK's Pty.create starts "/bin/bash -i -l" (index.mjs:4279-4280):
-		// every terminal runs the interactive shell.
-		term := streamWriter{p.out, kindPty}
-		inv := spec.sh.rootInvocation(spec.dir, spec.env, nil, term, term)
-		code = spec.sh.runInteractive(p.ctx, inv, p.stdinR, p.pty.get)
-	} else {
-		inv := spec.sh.rootInvocation(spec.dir, spec.env, p.stdinR, stdout, stderr)
-		code = spec.sh.runScript(p.ctx, inv, script{src: line, name: "bash"})
-	}
-	cause := context.Cause(p.ctx)
+	code, cause := p.proc.Wait()
 	p.out.close()
-	_ = p.stdinR.Close()
 	_ = p.closeStdin()
-	p.cancel(nil)
 	t.remove(p.pid)
 	p.hub.finish(endEvent(code, cause))
 }

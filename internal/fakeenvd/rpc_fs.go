@@ -38,7 +38,7 @@ func fsError(err error, message string) *connect.Error {
 func (d *Daemon) entry(p string, info fs.FileInfo) envdapi.EntryInfo {
 	mode := info.Mode()
 	uid, gid := ownerIDs(info)
-	sh := d.shellFor(account{})
+	sh := &shell{accounts: d.cfg.accounts()} // for the owner names only
 	mtime := info.ModTime().UTC()
 	e := envdapi.EntryInfo{
 		Name: info.Name(), Path: p, Size: envdapi.Int64(info.Size()), Mode: uint32(mode.Perm()),

@@ -92,10 +92,14 @@ func (d *Daemon) startProcess(a account, msg *envdapi.StartRequest, timeout time
 	case !info.IsDir():
 		return nil, nil, connect.NewError(connect.CodeInvalidArgument, fmt.Errorf("cwd '%s' is not a directory", dir))
 	}
-	p, sub, err := d.procs.start(d.ctx, d.ctx.Done(), startSpec{
-		sh: d.shellFor(a), config: cfg, tag: msg.Tag, dir: dir,
-		env: d.processEnv(a, cfg.Envs), stdin: msg.Stdin == nil || *msg.Stdin, pty: msg.Pty, timeout: timeout,
-	})
+	spec := ProcSpec{
+		Argv: append([]string{cfg.Cmd}, cfg.Args...), Dir: dir, Env: d.processEnv(a, cfg.Envs),
+		User: a.name, UID: a.uid, GID: a.gid, Home: a.home, Stdin: msg.Stdin == nil || *msg.Stdin,
+	}
+	if msg.Pty != nil {
+		spec.PTY = &msg.Pty.Size
+	}
+	p, sub, err := d.procs.start(d.ctx, d.ctx.Done(), startSpec{runner: d.runner, proc: spec, config: cfg, tag: msg.Tag, timeout: timeout})
 	if err != nil {
 		return nil, nil, connect.NewError(connect.CodeInternal, err)
 	}
@@ -236,13 +240,13 @@ func (d *Daemon) rpcSendInput(ctx context.Context, req *connect.Request[envdapi.
 	in := req.Msg.Input
 	// Messages as envd's handler.go WriteStdin / WriteTty.
 	switch {
-	case in.Stdin != nil && p.pty != nil:
+	case in.Stdin != nil && p.tty:
 		return nil, connect.NewError(connect.CodeInternal, errors.New("error writing to stdin: stdin not enabled or closed"))
 	case in.Stdin != nil:
 		if err := p.writeStdin(ctx, in.Stdin); err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to stdin: %w", err))
 		}
-	case in.Pty != nil && p.pty != nil:
+	case in.Pty != nil && p.tty:
 		if err := p.writeStdin(ctx, in.Pty); err != nil {
 			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error writing to tty: %w", err))
 		}
@@ -289,10 +293,9 @@ func (d *Daemon) rpcUpdate(_ context.Context, req *connect.Request[envdapi.Updat
 		return nil, err
 	}
 	if req.Msg.Pty != nil {
-		if p.pty == nil {
-			return nil, connect.NewError(connect.CodeInternal, errors.New("error resizing tty: tty not assigned to process"))
+		if err := p.proc.Resize(req.Msg.Pty.Size); err != nil {
+			return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error resizing tty: %w", err))
 		}
-		p.pty.resize(req.Msg.Pty.Size)
 	}
 	return connect.NewResponse(&envdapi.UpdateResponse{}), nil
 }

@@ -40,13 +40,10 @@ func (d *Daemon) watchDir(h interface{ Header() http.Header }, p string, recursi
 	if err != nil {
 		return nil, err
 	}
-	// Subscribe first, so that nothing done after the answer is missed.
-	w, cancel := d.fs.Watch()
 	root, err := d.fs.RealPath(abs)
 	if err == nil {
 		var info fs.FileInfo
 		if info, err = d.fs.Stat(root); err == nil && !info.IsDir() {
-			cancel()
 			// envd wraps its (nil) stat error here, and its message shows
 			// "%!w(<nil>)"; so does this one.
 			var statErr error
@@ -55,11 +52,14 @@ func (d *Daemon) watchDir(h interface{ Header() http.Header }, p string, recursi
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		cancel()
 		return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("path %s not found: %w", abs, err))
 	case err != nil:
-		cancel()
 		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error statting path %s: %w", abs, err))
+	}
+	// Subscribed before the answer, so nothing done after it is missed.
+	w, cancel, err := d.fs.Watch(root, recursive)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeInternal, fmt.Errorf("error adding path %s to watcher: %w", abs, err))
 	}
 	return &dirWatch{d: d, root: root, recursive: recursive, includeEntry: includeEntry, w: w, cancel: cancel}, nil
 }
