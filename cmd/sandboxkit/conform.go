@@ -176,6 +176,7 @@ The exit status is 0 when every selected spec passed and nothing was found
 			f.run.Summary = cmd.OutOrStdout()
 			if f.claimDir != "" {
 				// One process of a parallel run: the parent prints the summary.
+				tuneShardGC()
 				f.run.Claim = claimIn(f.claimDir)
 				f.run.Summary = io.Discard
 			} else if procs, err := f.processes(cmd); err != nil {
