@@ -192,6 +192,7 @@ finding, a run that could not start, or a usage error).`,
 			f.run.Summary = cmd.OutOrStdout()
 			if f.claimDir != "" {
 				// One process of a parallel run: the parent prints the summary.
+				tuneShardGC()
 				f.run.Claim = claimIn(f.claimDir)
 				f.run.Summary = io.Discard
 			} else if procs, err := f.processes(cmd); err != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -341,4 +342,22 @@ func writeDetails(stdout io.Writer, f *conformFlags, results []*shardResult) (st
 		return "", fmt.Errorf("details file: %w", err)
 	}
 	return file.Name(), nil
+}
+
+// shardGCPercent is the garbage collector's target of a parallel run's
+// process when GOGC is not set: the kit's specs allocate large transient
+// buffers (a 22 MB upload, 40 MiB provider bodies, 2 MiB round trips), and
+// at the default 100 the collector took about a tenth of the run's CPU
+// time. At 300, a whole in-process run took 11% less CPU (19.0 s against
+// 21.3 s, load 25) and the largest process peaked at 526 MB against 355
+// MB; 200 is between.
+const shardGCPercent = 200
+
+// tuneShardGC sets the garbage collector's target of a parallel run's
+// process, unless the user set GOGC. Not through the environment: the
+// server commands the process starts inherit it.
+func tuneShardGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(shardGCPercent)
+	}
 }
