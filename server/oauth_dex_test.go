@@ -31,15 +31,33 @@ type dex struct {
 }
 
 // startDex runs Dex with an in-memory store on a free loopback port and
-// waits for its discovery document.
+// waits for its discovery document. The port is found free, then bound by
+// Dex: if another process took it meanwhile, Dex exits and a new port is
+// tried.
 func startDex(t *testing.T, bin string) *dex {
+	t.Helper()
+	var logs string
+	for range 3 {
+		d, out := tryStartDex(t, bin)
+		if d != nil {
+			return d
+		}
+		logs = out
+	}
+	t.Fatalf("dex exited before serving, three times; last output:\n%s", logs)
+	return nil
+}
+
+// tryStartDex is one attempt of startDex: nil and Dex's output if Dex
+// exited before serving its discovery document.
+func tryStartDex(t *testing.T, bin string) (*dex, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	_ = ln.Close() // Dex binds it again; a clash fails the wait below
+	_ = ln.Close() // Dex binds it again
 	issuer := "http://" + addr + "/dex"
 	config := fmt.Sprintf(`issuer: %s
 storage:
@@ -84,10 +102,12 @@ staticPasswords:
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() { cancel(); <-exited })
+	died := false
 	waitFor(t, "Dex discovery", func() bool {
 		select {
 		case <-exited:
-			t.Fatalf("dex exited:\n%s", logs.String())
+			died = true
+			return true
 		default:
 		}
 		resp, err := http.Get(issuer + "/.well-known/openid-configuration")
@@ -97,7 +117,10 @@ staticPasswords:
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-	return &dex{issuer: issuer}
+	if died {
+		return nil, logs.String()
+	}
+	return &dex{issuer: issuer}, ""
 }
 
 // token gets user's access token for client by the password grant.
