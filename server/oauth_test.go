@@ -280,3 +280,19 @@ func TestOAuthPrincipal(t *testing.T) {
 		t.Error("a plain subject is not its own principal")
 	}
 }
+
+// An issuer whose keys cannot be fetched is the server's trouble, not the
+// token's: 500, never 401 (a client would throw a good token away).
+func TestOAuthKeysUnavailable(t *testing.T) {
+	h := newHarness(t, nil)
+	m := startIssuer(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{OAuth: newTestOAuth(t, h, m, m.ClientID, nil)})
+	tok := issueToken(t, m, "alice")
+	if err := m.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	resp, body := rawPost(t, httpClient(t, nil), ts.URL, "", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), http.Header{"Authorization": {"Bearer " + tok}})
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), keysUnavailable) {
+		t.Errorf("%d %q, want 500 %q", resp.StatusCode, body, keysUnavailable)
+	}
+}

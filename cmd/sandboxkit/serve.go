@@ -148,9 +148,10 @@ the command exits with status 1 after naming how many.
 HTTP security. The listen address should be a loopback address
 (127.0.0.1:8080, [::1]:8080, localhost:8080). A non-loopback address is
 accepted only when a bearer token is set in the environment variable named by
---token-env (default ` + serveDefaultTokenEnv + `); clients then send
-"Authorization: Bearer <token>". DNS-rebinding protection and cross-origin
-protection are always on, and request bodies are limited.
+--token-env (default ` + serveDefaultTokenEnv + `), or with --tokens-file or
+--oauth-issuer; clients then send "Authorization: Bearer <token>".
+DNS-rebinding protection and cross-origin protection are always on, and
+request bodies are limited.
 
 Ownership and crashes. Every sandbox the server creates carries platform
 metadata naming its owner: sandboxkit_instance (the --instance ID, or

@@ -3,10 +3,16 @@ package main
 import (
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
+
+	"github.com/oauth2-proxy/mockoidc"
 
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -50,4 +56,65 @@ func TestServeOAuthFlagClashes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// serve --oauth-issuer wires the resource server into HTTP: without a
+// token /mcp answers 401 naming the metadata, which names the issuer.
+func TestServeOAuthServes(t *testing.T) {
+	issuer, err := mockoidc.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = issuer.Shutdown() })
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &lockedBuffer{}
+	done := make(chan error, 1)
+	cfg := serveConfig{logLevel: "info", fake: true, transferURLTTL: server.DefaultTransferURLTTL, httpAddr: "127.0.0.1:0", shutdownWait: time.Minute,
+		oauth: serveOAuthConfig{issuer: issuer.Issuer(), audience: issuer.ClientID, resource: "https://mcp.example.test/mcp"}}
+	go func() { done <- runServe(ctx, cfg, func(string) string { return "" }, logs) }()
+	t.Cleanup(func() { cancel(); <-done })
+	addr := regexp.MustCompile(`addr=(127\.0\.0\.1:\d+)`)
+	var base string
+	for deadline := time.Now().Add(2 * time.Minute); base == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addr.FindStringSubmatch(logs.String()); m != nil {
+			base = "http://" + m[1]
+		} else if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", logs.String())
+		}
+	}
+	resp, err := http.Post(base+server.MCPPath, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if want := `resource_metadata="https://mcp.example.test/.well-known/oauth-protected-resource/mcp"`; resp.StatusCode != http.StatusUnauthorized || !strings.Contains(resp.Header.Get("WWW-Authenticate"), want) {
+		t.Errorf("%d %q, want 401 with %s", resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+	}
+	resp, err = http.Get(base + server.ProtectedResourceMetadataPath + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"authorization_servers":["`+issuer.Issuer()+`"]`) {
+		t.Errorf("metadata %d %s", resp.StatusCode, body)
+	}
+}
+
+// lockedBuffer is a goroutine-safe log sink.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
