@@ -212,6 +212,12 @@ func (p *Provider) debugSandbox() (id string, running int) {
 	switch len(ids) {
 	case 0:
 		id = p.AddSandbox(SandboxSeed{})
+		p.update(func(time.Time) []Daemon {
+			if s := p.sandboxes[id]; s != nil {
+				s.startedForDebug = true
+			}
+			return nil
+		})
 		p.noteDebug(DebugEvent{Started: id})
 		return id, 1
 	case 1:
