@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -223,7 +222,6 @@ func (p *Provider) debugSandbox() (id string, running int) {
 	case 1:
 		return ids[0], 1
 	}
-	slices.Sort(ids)
 	return "", len(ids)
 }
 
