@@ -24,7 +24,9 @@ import (
 const causeNotReached = "the fake saw no request from the server: its tool calls failed without reaching the fake provider. " +
 	"The kit points the server at the fake with E2B_API_URL, E2B_SANDBOX_URL, E2B_DOMAIN and E2B_API_KEY; " +
 	"an SDK that reads no E2B_API_URL cannot reach it (e2b 1.x, as in @e2b/code-interpreter 1.x, reads only E2B_DOMAIN " +
-	"and calls https://api.<E2B_DOMAIN>). Move the server to e2b 2.x, which reads E2B_API_URL, or certify it in cloud mode (--cloud)"
+	"and calls https://api.<E2B_DOMAIN>). Run again with --e2b1 preload (a Node server: a preload redirects its fetch to the fake) " +
+	"or --e2b1 debug (the fake where e2b 1.x looks with E2B_DEBUG=true; one sandbox at a time), " +
+	"move the server to e2b 2.x, which reads E2B_API_URL, or certify it in cloud mode (--cloud)"
 
 // unreachable are the words of a failure to reach a host, as Node's fetch
 // ("fetch failed", ECONNREFUSED, ENOTFOUND, getaddrinfo) and Go's net

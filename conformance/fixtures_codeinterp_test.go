@@ -73,3 +73,54 @@ func TestKitOnCodeInterpreterFixture(t *testing.T) {
 		t.Errorf("the summary does not name the leaked canary:\n%s", sum)
 	}
 }
+
+// TestKitReachesE2B1DebugFixture runs the kit with --e2b1 debug against the
+// code-interpreter fixture whose client is e2b 1.x in debug mode (no
+// create, no kill, the code to http://localhost:49999 with no sandbox ID).
+// It binds the fixed ports 1.x calls (3000, 49983, 49999) and skips when
+// one is taken. The kit must reach it: the banner names the path, the
+// run_code specs pass on the fake's interpreter, the sandbox the fake
+// started for debug mode is no leak, and nothing fails but the specs whose
+// fault targets the create that debug mode never makes (never exercised:
+// no finding about the server).
+func TestKitReachesE2B1DebugFixture(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the kit")
+	}
+	bins := buildFixtures(t, "./internal/fixtures/codeinterp")
+	cmd := exec.Command(bins["sandboxkit"], "conform", "--server-cmd", bins["codeinterp"]+" -fixed -e2b1-debug",
+		"--profile", "one-shot", "--e2b1", "debug")
+	cmd.Env = os.Environ()
+	data, _ := cmd.CombinedOutput()
+	out := string(data)
+	if strings.Contains(out, "address already in use") {
+		t.Skipf("a port e2b 1.x debug mode calls (3000, 49983, 49999) is taken on this machine:\n%s", truncate(out, 600))
+	}
+	sum := summaryOf(out)
+	t.Logf("kit output for the e2b 1.x debug fixture: %d lines; summary:\n%s", strings.Count(out, "\n"), sum)
+	if !strings.Contains(out, "e2b 1.x path: debug endpoints (E2B_DEBUG=true)") {
+		t.Errorf("the banner does not say which e2b 1.x path the kit took:\n%s", truncate(out, 800))
+	}
+	if strings.Contains(sum, "the fake saw no request") || strings.Contains(sum, causeLeak) {
+		t.Errorf("the kit did not reach the fixture, or blamed it for the fake's own debug sandbox:\n%s", sum)
+	}
+	unexercised := map[string]bool{}
+	for _, id := range codeInterpLeaks {
+		unexercised[id] = true
+	}
+	for _, id := range failedSpecs(sum) {
+		if !unexercised[id] {
+			t.Errorf("%s failed; only the specs faulting a create debug mode never makes may", id)
+		}
+	}
+	for _, line := range strings.Split(sum, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "FAIL ") && !strings.Contains(line, "never exercised") {
+			t.Errorf("a failure other than an unexercised fault: %s", line)
+		}
+	}
+	for _, spec := range []string{"exec.run-code-default-python", "exec.run-code-javascript", "exec.run-code-bash"} {
+		if strings.Contains(sum, spec) {
+			t.Errorf("%s is in the summary, so it did not pass:\n%s", spec, sum)
+		}
+	}
+}

@@ -33,6 +33,9 @@ const causeLeak = "SESSION-1: the server leaves sandboxes running after its sess
 func (tc *TestContext) liveIDs() map[string]bool {
 	ids := map[string]bool{}
 	for _, rec := range tc.Fake.LiveSandboxes() {
+		if rec.StartedForDebug {
+			continue // the fake's, for e2b 1.x debug mode: no server created it
+		}
 		ids[rec.ID] = true
 	}
 	return ids
@@ -81,7 +84,7 @@ func (tc *TestContext) leftBehind() []string {
 	tc.mu.Unlock()
 	var ids []string
 	for _, rec := range tc.Fake.LiveSandboxes() {
-		if rec.Metadata[seedMarker] == "1" {
+		if rec.Metadata[seedMarker] == "1" || rec.StartedForDebug {
 			continue
 		}
 		if _, ok := survivors[rec.ID]; ok {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -212,12 +211,17 @@ func (p *Provider) debugSandbox() (id string, running int) {
 	switch len(ids) {
 	case 0:
 		id = p.AddSandbox(SandboxSeed{})
+		p.update(func(time.Time) []Daemon {
+			if s := p.sandboxes[id]; s != nil {
+				s.startedForDebug = true
+			}
+			return nil
+		})
 		p.noteDebug(DebugEvent{Started: id})
 		return id, 1
 	case 1:
 		return ids[0], 1
 	}
-	slices.Sort(ids)
 	return "", len(ids)
 }
 

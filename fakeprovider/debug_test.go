@@ -139,6 +139,12 @@ func TestDebugPortsRouteByElimination(t *testing.T) {
 	if len(ev) != 2 || ev[1].Started == "" || ev[1].Started == a || ev[1].Started == b {
 		t.Fatalf("events after a request with no sandbox running: %+v", ev)
 	}
+	if rec, ok := p.Sandbox(ev[1].Started); !ok || !rec.StartedForDebug {
+		t.Fatalf("the started sandbox %s is not marked StartedForDebug: %+v", ev[1].Started, rec)
+	}
+	if rec, _ := p.Sandbox(b); rec.StartedForDebug {
+		t.Fatalf("a seeded sandbox is marked StartedForDebug")
+	}
 	if len(p.Journal().ForSandbox(ev[1].Started)) == 0 {
 		t.Fatalf("the request did not reach the started sandbox %s", ev[1].Started)
 	}

@@ -53,6 +53,14 @@
 // a canary clientID and domain, and a canary reference with a request URL
 // at the end of every error message.
 //
+// e2b 1.x reads neither E2B_API_URL nor E2B_SANDBOX_URL. [ReachE2B1] gives
+// it two ways in: [ListenDebug] serves the fake where 1.x looks with
+// E2B_DEBUG=true (API on localhost:3000, sandbox ports 49983 and 49999,
+// routed by elimination because debug mode names no sandbox), and
+// [NodeFetchPreload] redirects a Node process's fetch. Legacy
+// "<sandboxID>-<clientID>" IDs name their sandbox everywhere
+// ([CanonicalSandboxID], [SameSandbox]).
+//
 // # Where the fake knowingly differs from E2B
 //
 //   - Fork and snapshots copy a sandbox's files (with its template,

@@ -73,6 +73,7 @@ type sandboxRecord struct {
 	templateID          string
 	alias               string
 	clientID            string
+	startedForDebug     bool // see SandboxRecord.StartedForDebug
 	envdVersion         string
 	envdAccessToken     string
 	trafficAccessToken  string
@@ -123,6 +124,9 @@ type SandboxRecord struct {
 	// AutoPause and AutoResume are the lifecycle asked for on create
 	// ("autoPause", "autoResume.enabled").
 	AutoPause, AutoResume bool
+	// StartedForDebug: the fake started it for a request on an e2b 1.x
+	// debug port while none ran (see [ListenDebug]); no client created it.
+	StartedForDebug bool
 }
 
 // record returns a snapshot of s.
@@ -132,7 +136,7 @@ func (s *sandboxRecord) record() SandboxRecord {
 		EnvdVersion: s.envdVersion, EnvdAccessToken: s.envdAccessToken,
 		TrafficAccessToken: s.trafficAccessToken, Domain: s.domain,
 		Metadata: maps.Clone(s.metadata), EnvVars: maps.Clone(s.envVars),
-		State: s.state, StartedAt: s.startedAt, EndAt: s.endAt,
+		State: s.state, StartedAt: s.startedAt, EndAt: s.endAt, StartedForDebug: s.startedForDebug,
 		CPUCount: s.cpuCount, MemoryMB: s.memoryMB, DiskSizeMB: s.diskSizeMB,
 		Omit: slices.Clone(s.omit), HasDaemon: s.daemon != nil,
 		AutoPause: s.autoPause, AutoResume: s.autoResume,
