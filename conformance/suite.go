@@ -311,6 +311,8 @@ func registerSpec(spec Spec, era Era, cfg *Config, run func() *runState, claim f
 			era = EraModern // a modern-only server is reached in its one era
 		}
 		tc := r.newTestContext(spec, era)
+		// Registered first, so it runs after finish, as a node of its own.
+		ginkgo.DeferCleanup(tc.checkWrongSandbox)
 		// DeferCleanup runs after the spec's state is final, so a failure
 		// is visible here (inside a plain defer it is not yet recorded).
 		ginkgo.DeferCleanup(func(cctx context.Context) {
