@@ -3,12 +3,14 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
@@ -176,5 +178,40 @@ func TestOtherSandbox(t *testing.T) {
 		if got := otherSandbox(c.named, c.entries); got != c.want {
 			t.Errorf("otherSandbox(%q) = %q, want %q", c.named, got, c.want)
 		}
+	}
+}
+
+// An inconclusive spec fails no run: alone it makes the verdict
+// inconclusive (exit status 2), and a baseline entry for it is named as
+// such, neither "now passes" nor "not run".
+func TestVerdictOfInconclusive(t *testing.T) {
+	spec := func(id string, state types.SpecState, msg string) types.SpecReport {
+		return types.SpecReport{LeafNodeType: types.NodeTypeIt, State: state, Failure: types.Failure{Message: msg},
+			ContainerHierarchyLabels: [][]string{{string(FamilyErrors)}}, LeafNodeLabels: []string{id, "ERR-1"}}
+	}
+	undecided := spec("errors.hang", types.SpecStateSkipped, summary.InconclusivePrefix+" (not testable): the fake saw no request")
+	passed := spec("errors.drip", types.SpecStatePassed, "")
+	failed := spec("errors.reset", types.SpecStateFailed, "boom")
+	cfg := NewConfig()
+	for _, c := range []struct {
+		name  string
+		specs []types.SpecReport
+		want  Verdict
+	}{
+		{"passed", []types.SpecReport{passed}, VerdictPass},
+		{"inconclusive", []types.SpecReport{passed, undecided}, VerdictInconclusive},
+		{"failed", []types.SpecReport{failed, undecided}, VerdictFail},
+	} {
+		r := ginkgo.Report{SpecReports: c.specs}
+		if got := VerdictOf(r, WriteOutcome(io.Discard, r, cfg)); got != c.want {
+			t.Errorf("%s: verdict %d, want %d", c.name, got, c.want)
+		}
+	}
+	cfg.ExpectedFailures = []ExpectedFailure{{ID: "errors.hang", Reason: "r"}}
+	var out strings.Builder
+	r := ginkgo.Report{SpecReports: []types.SpecReport{passed, undecided}}
+	WriteOutcome(&out, r, cfg)
+	if !strings.Contains(out.String(), "INCONCLUSIVE errors.hang") || strings.Contains(out.String(), "NOT RUN errors.hang") {
+		t.Errorf("the baseline does not name the inconclusive entry as such:\n%s", out.String())
 	}
 }
