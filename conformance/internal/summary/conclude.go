@@ -148,6 +148,17 @@ func defectsMessage(defects []string, why string) string {
 		plural(len(defects), "defect", "defects"), strings.Join(defects, "\n  "), InconclusivePrefix, kind, reason)
 }
 
+// withoutInconclusiveLine returns a failure message without the
+// INCONCLUSIVE line that closes an inconclusive spec's defects: the
+// defects are its cause, not the words the reason quotes (an argument
+// refusal, a provider error).
+func withoutInconclusiveLine(msg string) string {
+	if i := strings.Index(msg, "\n"+InconclusivePrefix+" ("); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
 // leakFailures are the spec's failures from the leak check (SESSION-1).
 func leakFailures(sr types.SpecReport) []types.Failure {
 	var out []types.Failure

@@ -150,3 +150,19 @@ func TestInconclusiveGroupsByKnownCause(t *testing.T) {
 		t.Errorf("the two specs are not one group under the refusal:\n%s", out)
 	}
 }
+
+// An inconclusive spec's defect heads its line in the summary, even when
+// the reason it could not be judged quotes a refusal the summary knows.
+func TestDefectHeadsInconclusiveFailure(t *testing.T) {
+	why := InconclusiveValue(InconclusiveNotExercised, `run_code(external) status-400: the call made no request; it answered: `+
+		`validating "arguments": validating root: unexpected additional properties ["language"]`)
+	r := Conclude(ginkgo.Report{SpecReports: []types.SpecReport{
+		withEntry(withEntry(failedSpec("errors.status-400", "ERR-1", "boom"), EntryInconclusive, why),
+			EntryDefect, DefectValue("ERR-3", `run_code(owned) status-400: holds "https://" (a URL or stack trace)`)),
+	}})
+	var b bytes.Buffer
+	writeFailures(&b, r, testCatalog())
+	if out := b.String(); !strings.Contains(out, `ERR-3: run_code(owned) status-400: holds "https://"`) || strings.Contains(out, "input schema refuses") {
+		t.Errorf("the defect does not head the spec's line:\n%s", out)
+	}
+}
