@@ -78,10 +78,15 @@ func InconclusiveKind(sr types.SpecReport) string {
 // concluded report changes nothing.
 func Conclude(r ginkgo.Report) ginkgo.Report {
 	specs := make([]types.SpecReport, len(r.SpecReports))
+	failed := false
 	for i, sr := range r.SpecReports {
 		specs[i] = concludeSpec(sr)
+		failed = failed || specs[i].State.Is(types.SpecStateFailureStates)
 	}
 	r.SpecReports = specs
+	// A suite whose only failures were inconclusive specs did not fail
+	// (JSON readers look at SuiteSucceeded).
+	r.SuiteSucceeded = r.SuiteSucceeded || !failed && len(r.SpecialSuiteFailureReasons) == 0 && len(specs) > 0
 	return r
 }
 

@@ -105,6 +105,13 @@ func TestSummaryCountsInconclusive(t *testing.T) {
 	if c := Count(r); c != (Counts{Failed: 2, Inconclusive: 2}) {
 		t.Errorf("Count = %+v", c)
 	}
+	if r.SuiteSucceeded {
+		t.Error("a suite with failed specs succeeded")
+	}
+	alone := Conclude(ginkgo.Report{SpecReports: []types.SpecReport{withEntry(failedSpec("exec.run-code", "EXEC-2", own), EntryInconclusive, portWhy)}})
+	if !alone.SuiteSucceeded {
+		t.Error("a suite whose only failure was inconclusive did not succeed")
+	}
 }
 
 // JUnit readers see an inconclusive spec as a skipped test with its
