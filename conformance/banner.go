@@ -63,6 +63,9 @@ func (r *runState) banner(all []string) string {
 	if len(missing) > 0 {
 		b.WriteString("  specs that need a missing tool are skipped (with --require-all they fail)\n")
 	}
+	if hint := suggestProfile(r.cfg, r.tools, r.servesLegacy); hint != "" {
+		fmt.Fprintf(&b, "  profile  %s\n", hint)
+	}
 	return b.String()
 }
 

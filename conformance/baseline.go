@@ -11,6 +11,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sandboxkit/sandboxkit/conformance/internal/summary"
 	"github.com/sandboxkit/sandboxkit/evidence"
 )
 
@@ -164,7 +165,7 @@ var findingText = map[string]string{
 // passes: no spec failed and nothing was found, or, with a baseline,
 // exactly the expected ones failed.
 func WriteOutcome(w io.Writer, r ginkgo.Report, cfg *Config) bool {
-	o := &outcome{w: w, expected: map[string]string{}, hit: map[string]bool{}, ran: map[string]bool{}}
+	o := &outcome{w: w, expected: map[string]string{}, hit: map[string]bool{}, ran: map[string]bool{}, inconclusive: map[string]bool{}}
 	for _, e := range cfg.ExpectedFailures {
 		o.expected[e.ID] = e.Reason
 	}
@@ -209,6 +210,8 @@ type outcome struct {
 	// entries whose specs ran.
 	hit, ran   map[string]bool
 	unexpected []string
+	// inconclusive are the entries whose specs could not be judged.
+	inconclusive map[string]bool
 }
 
 // expectedBy returns the baseline entry that covers a failure of a spec
@@ -281,6 +284,10 @@ func (o *outcome) checkFailures(specs []outcomeSpec) {
 					o.ran[id] = true
 				}
 			}
+		case strings.HasPrefix(s.msg, summary.InconclusivePrefix):
+			if entry != "" {
+				o.inconclusive[entry] = true
+			}
 		}
 	}
 }
@@ -289,12 +296,14 @@ func (o *outcome) checkFailures(specs []outcomeSpec) {
 // it passes: pass so far, and no entry that now passes.
 func (o *outcome) writeBaseline(list []ExpectedFailure, pass bool) bool {
 	w := o.w
-	var nowPass, notRun []string
+	var nowPass, notRun, undecided []string
 	for _, e := range list {
 		switch {
 		case o.hit[e.ID]:
 		case o.ran[e.ID]:
 			nowPass = append(nowPass, e.ID)
+		case o.inconclusive[e.ID]:
+			undecided = append(undecided, e.ID)
 		default:
 			notRun = append(notRun, e.ID)
 		}
@@ -310,6 +319,9 @@ func (o *outcome) writeBaseline(list []ExpectedFailure, pass bool) bool {
 	}
 	for _, id := range nowPass {
 		fmt.Fprintf(w, "  NOW PASSES %s: remove it from the expected-failures file\n", id)
+	}
+	for _, id := range undecided {
+		fmt.Fprintf(w, "  INCONCLUSIVE %s: its specs could not be judged against the fake (neither failed nor passed)\n", id)
 	}
 	for _, id := range notRun {
 		fmt.Fprintf(w, "  NOT RUN %s: no spec of it ran (selection, profile or missing tools)\n", id)

@@ -72,6 +72,12 @@ type TestContext struct {
 	// defects are what it saw that holds anyway (outcome.go).
 	notJudged string
 	defects   []string
+	// callGen counts the spec's calls begun, inflight those not ended;
+	// wrongSandbox are the calls that acted on another sandbox than they
+	// named (wrongsandbox.go).
+	callGen      uint64
+	inflight     int
+	wrongSandbox []string
 	// load is the no-op latency measured for the spec's bounds (allow).
 	load     latencyGauge
 	loadOnce sync.Once
@@ -225,11 +231,13 @@ func (s *Session) call(ctx context.Context, tool string, args json.RawMessage, p
 	if s.tc.Fake != nil {
 		live = s.tc.liveIDs()
 	}
+	watch := s.tc.beginCall(tool, args)
 	res, err := s.conn.cs.CallTool(cctx, &mcp.CallToolParams{Name: s.tc.Config.toolName(tool), Arguments: sent})
 	if s.tc.Fake != nil {
 		s.tc.noteAppeared(live, tool, s.n, call)
 	}
 	r := newResult(tool, res, err)
+	s.tc.endCall(watch, r)
 	s.tc.noteCall(r)
 	// TOOLS-5, on every result of every spec: would the official clients
 	// hand this result to their caller, or throw? Checked on the result as

@@ -248,7 +248,7 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 			if banner != nil {
 				fmt.Fprint(banner, text)
 			}
-		}, ginkgo.NodeTimeout(2*time.Minute))
+		}, ginkgo.NodeTimeout(max(2*time.Minute, specCalls*cfg.CallTimeout)))
 
 		for _, family := range Families() {
 			ginkgo.Describe(string(family), ginkgo.Label(string(family)), func() {
@@ -257,7 +257,7 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 						continue
 					}
 					for _, era := range specEras(spec) {
-						registerSpec(spec, era, cfg.Cloud, func() *runState { return run }, claim)
+						registerSpec(spec, era, cfg, func() *runState { return run }, claim)
 					}
 				}
 			})
@@ -265,13 +265,32 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 	})
 }
 
-// registerSpec wraps one spec in an It with its labels. Cloud runs get
-// longer timeouts: a real provider is slower than the fake.
-func registerSpec(spec Spec, era Era, cloud bool, run func() *runState, claim func(string) bool) {
-	specTimeout, cleanupTimeout := 2*time.Minute, time.Minute
-	if cloud {
-		specTimeout, cleanupTimeout = 5*time.Minute, 3*time.Minute
+// specTimeouts bound one spec and its cleanup. A spec opens sessions and
+// makes calls one after another, each bounded by Config.CallTimeout
+// (--call-timeout), so its bound is a multiple of that bound (a server
+// that takes long to start, as an npx one does, needs the longer
+// --call-timeout for every session, and the spec for all of them), never
+// less than a floor: 2 minutes, and 1 for the cleanup; a cloud run's 5 and
+// 3, a real provider being slower than the fake.
+func specTimeouts(cfg *Config) (spec, cleanup time.Duration) {
+	spec, cleanup = 2*time.Minute, time.Minute
+	if cfg.Cloud {
+		spec, cleanup = 5*time.Minute, 3*time.Minute
 	}
+	return max(spec, specCalls*cfg.CallTimeout), max(cleanup, cleanupCalls*cfg.CallTimeout)
+}
+
+// How many call timeouts a spec and its cleanup may take in a row (the
+// default --call-timeout of 30s gives the floors).
+const (
+	specCalls    = 4
+	cleanupCalls = 2
+)
+
+// registerSpec wraps one spec in an It with its labels, bounded by
+// specTimeouts.
+func registerSpec(spec Spec, era Era, cfg *Config, run func() *runState, claim func(string) bool) {
+	specTimeout, cleanupTimeout := specTimeouts(cfg)
 	id := runID(spec.ID, era)
 	labels := append([]string{id, "era-" + string(era)}, spec.Rules...)
 	labels = append(labels, EveryResultRules()...)
@@ -312,6 +331,8 @@ func registerSpec(spec Spec, era Era, cloud bool, run func() *runState, claim fu
 			era = EraModern // a modern-only server is reached in its one era
 		}
 		tc := r.newTestContext(spec, era)
+		// Registered first, so it runs after finish, as a node of its own.
+		ginkgo.DeferCleanup(tc.checkWrongSandbox)
 		// DeferCleanup runs after the spec's state is final, so a failure
 		// is visible here (inside a plain defer it is not yet recorded).
 		ginkgo.DeferCleanup(func(cctx context.Context) {

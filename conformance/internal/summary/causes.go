@@ -214,6 +214,7 @@ func (c *causeReader) refusedArgs(tool, list string) []string {
 // names: the key is the tool's, and args are the arguments this message
 // names (the group lists them all).
 func (c *causeReader) firstCause(msg string) (key, cause string, args []string) {
+	msg = withoutInconclusiveLine(msg)
 	if key, cause, ok := c.sdkArgCause(msg); ok {
 		return key, cause, nil
 	}

@@ -78,10 +78,15 @@ func InconclusiveKind(sr types.SpecReport) string {
 // concluded report changes nothing.
 func Conclude(r ginkgo.Report) ginkgo.Report {
 	specs := make([]types.SpecReport, len(r.SpecReports))
+	failed := false
 	for i, sr := range r.SpecReports {
 		specs[i] = concludeSpec(sr)
+		failed = failed || specs[i].State.Is(types.SpecStateFailureStates)
 	}
 	r.SpecReports = specs
+	// A suite whose only failures were inconclusive specs did not fail
+	// (JSON readers look at SuiteSucceeded).
+	r.SuiteSucceeded = r.SuiteSucceeded || !failed && len(r.SpecialSuiteFailureReasons) == 0 && len(specs) > 0
 	return r
 }
 
@@ -146,6 +151,17 @@ func defectsMessage(defects []string, why string) string {
 	kind, reason, _ := strings.Cut(why, ": ")
 	return fmt.Sprintf("%s found although the spec could not be judged:\n  %s\n%s (%s): %s",
 		plural(len(defects), "defect", "defects"), strings.Join(defects, "\n  "), InconclusivePrefix, kind, reason)
+}
+
+// withoutInconclusiveLine returns a failure message without the
+// INCONCLUSIVE line that closes an inconclusive spec's defects: the
+// defects are its cause, not the words the reason quotes (an argument
+// refusal, a provider error).
+func withoutInconclusiveLine(msg string) string {
+	if i := strings.Index(msg, "\n"+InconclusivePrefix+" ("); i >= 0 {
+		return msg[:i]
+	}
+	return msg
 }
 
 // leakFailures are the spec's failures from the leak check (SESSION-1).

@@ -105,6 +105,13 @@ func TestSummaryCountsInconclusive(t *testing.T) {
 	if c := Count(r); c != (Counts{Failed: 2, Inconclusive: 2}) {
 		t.Errorf("Count = %+v", c)
 	}
+	if r.SuiteSucceeded {
+		t.Error("a suite with failed specs succeeded")
+	}
+	alone := Conclude(ginkgo.Report{SpecReports: []types.SpecReport{withEntry(failedSpec("exec.run-code", "EXEC-2", own), EntryInconclusive, portWhy)}})
+	if !alone.SuiteSucceeded {
+		t.Error("a suite whose only failure was inconclusive did not succeed")
+	}
 }
 
 // JUnit readers see an inconclusive spec as a skipped test with its
@@ -148,5 +155,21 @@ func TestInconclusiveGroupsByKnownCause(t *testing.T) {
 	if !strings.Contains(out, "INCONCLUSIVE (fault never exercised) run_code's input schema refuses the argument(s) language, sandbox_id") ||
 		!strings.Contains(out, "2 specs not judged: errors.status-400, errors.malformed") {
 		t.Errorf("the two specs are not one group under the refusal:\n%s", out)
+	}
+}
+
+// An inconclusive spec's defect heads its line in the summary, even when
+// the reason it could not be judged quotes a refusal the summary knows.
+func TestDefectHeadsInconclusiveFailure(t *testing.T) {
+	why := InconclusiveValue(InconclusiveNotExercised, `run_code(external) status-400: the call made no request; it answered: `+
+		`validating "arguments": validating root: unexpected additional properties ["language"]`)
+	r := Conclude(ginkgo.Report{SpecReports: []types.SpecReport{
+		withEntry(withEntry(failedSpec("errors.status-400", "ERR-1", "boom"), EntryInconclusive, why),
+			EntryDefect, DefectValue("ERR-3", `run_code(owned) status-400: holds "https://" (a URL or stack trace)`)),
+	}})
+	var b bytes.Buffer
+	writeFailures(&b, r, testCatalog())
+	if out := b.String(); !strings.Contains(out, `ERR-3: run_code(owned) status-400: holds "https://"`) || strings.Contains(out, "input schema refuses") {
+		t.Errorf("the defect does not head the spec's line:\n%s", out)
 	}
 }
