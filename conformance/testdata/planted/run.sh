@@ -38,7 +38,10 @@ for name in "${names[@]}"; do
 	tree="$work/$name"
 	mkdir -p "$tree"
 	git -C "$root" archive HEAD | tar -x -C "$tree"
-	(cd "$tree" && git apply "$patch")
+	if ! (cd "$tree" && git apply "$patch" && go build ./server ./sandbox); then
+		echo "$name: NOT CAUGHT: the patch does not apply or build"
+		continue
+	fi
 	args=(conform)
 	if [ $focused = 1 ]; then
 		specs=$(sed -n 's/^Specs: //p' "$patch")
@@ -47,7 +50,7 @@ for name in "${names[@]}"; do
 		esac
 		args+=(--label-filter "$(echo "$specs" | sed 's/, */ || /g')")
 		if grep -q '^Target: process' "$patch"; then
-			(cd "$tree" && go build -o "$tree/planted-server" ./cmd/sandboxkit)
+			(cd "$tree" && go build -o "$tree/planted-server" ./cmd/sandboxkit) || true
 			args+=(--server-cmd "$tree/planted-server serve")
 		fi
 	fi
