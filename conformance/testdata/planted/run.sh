@@ -62,7 +62,8 @@ for name in "${names[@]}"; do
 			caught=$((caught + 1))
 		fi
 	done
-	failed=$(grep -o '^  FAIL [a-z.0-9@-]*' "$tree/conform.log" | awk '{print $2}' | sort -u | tr '\n' ' ' || true)
+	# A FAIL line names its spec, or the next line lists the specs it groups.
+	failed=$(grep -A1 '^  FAIL' "$tree/conform.log" | grep -oE '\b[a-z]+\.[a-z0-9-]+(@[0-9-]+)?' | grep -v '^\(e\.g\|i\.e\)' | sort -u | tr '\n' ' ' || true)
 	if [ "$caught" = "$runs" ]; then
 		echo "$name: caught $caught of $runs (${failed:-see the log})"
 	else
