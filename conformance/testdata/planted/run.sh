@@ -38,7 +38,10 @@ for name in "${names[@]}"; do
 	tree="$work/$name"
 	mkdir -p "$tree"
 	git -C "$root" archive HEAD | tar -x -C "$tree"
-	(cd "$tree" && git apply "$patch")
+	if ! (cd "$tree" && git apply "$patch" && go build ./server ./sandbox); then
+		echo "$name: NOT CAUGHT: the patch does not apply or build"
+		continue
+	fi
 	args=(conform)
 	if [ $focused = 1 ]; then
 		specs=$(sed -n 's/^Specs: //p' "$patch")
@@ -47,7 +50,7 @@ for name in "${names[@]}"; do
 		esac
 		args+=(--label-filter "$(echo "$specs" | sed 's/, */ || /g')")
 		if grep -q '^Target: process' "$patch"; then
-			(cd "$tree" && go build -o "$tree/planted-server" ./cmd/sandboxkit)
+			(cd "$tree" && go build -o "$tree/planted-server" ./cmd/sandboxkit) || true
 			args+=(--server-cmd "$tree/planted-server serve")
 		fi
 	fi
@@ -59,7 +62,8 @@ for name in "${names[@]}"; do
 			caught=$((caught + 1))
 		fi
 	done
-	failed=$(grep -o '^  FAIL [a-z.0-9@-]*' "$tree/conform.log" | awk '{print $2}' | sort -u | tr '\n' ' ' || true)
+	# A FAIL line names its spec, or the next line lists the specs it groups.
+	failed=$(grep -A1 '^  FAIL' "$tree/conform.log" | grep -oE '\b[a-z]+\.[a-z0-9-]+(@[0-9-]+)?' | grep -v '^\(e\.g\|i\.e\)' | sort -u | tr '\n' ' ' || true)
 	if [ "$caught" = "$runs" ]; then
 		echo "$name: caught $caught of $runs (${failed:-see the log})"
 	else
