@@ -232,8 +232,9 @@
 //     without the host's other mounts), with tmpfs over /tmp, /root, /home
 //     and /run; metadata are real user.e2b.* xattrs; no quota but the
 //     host disk's.
-//   - Watches. Memory: WatchDir and the polled watchers. Namespace: not
-//     offered yet (internal error "watching directories: unsupported").
+//   - Watches. Memory: WatchDir and the polled watchers see the tree's
+//     changes. Namespace: the same RPCs over inotify (fsnotify, as envd),
+//     so the kernel decides which events a change makes.
 //   - Output. Memory: stdout and stderr are written in program order.
 //     Namespace: two pipes, read apart, as envd's; their relative order is
 //     not kept.

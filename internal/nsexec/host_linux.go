@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -126,6 +128,7 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 		},
 		Transport:     s.transport,
 		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
 		// No log line: it would carry the request URL.
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 			fakeenvd.WriteGone(w, s.id)

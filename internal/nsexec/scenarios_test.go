@@ -309,6 +309,25 @@ func TestEnvdScenarios(t *testing.T) {
 				t.Errorf("owners %q", out)
 			}
 		}},
+		{"watch: a file created below the directory is reported", func(t *testing.T, s *sbx) {
+			s.run("mkdir -p /home/user/w/sub")
+			c := connect.NewClient[envdapi.WatchDirRequest, envdapi.WatchDirResponse](s.srv.Client(), s.srv.URL+envdapi.FilesystemWatchDirProcedure, connect.WithCodec(envdapi.Codec{}))
+			r := connect.NewRequest(&envdapi.WatchDirRequest{Path: "/home/user/w", Recursive: true})
+			s.request(r)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			st, err := c.CallServerStream(ctx, r)
+			if err != nil || !st.Receive() || st.Msg().Start == nil {
+				t.Fatalf("watch: %v", err)
+			}
+			s.run("echo x > /home/user/w/sub/f.txt")
+			for st.Receive() {
+				if ev := st.Msg().Filesystem; ev != nil && ev.Name == "sub/f.txt" && ev.Type == envdapi.EventTypeCreate {
+					return
+				}
+			}
+			t.Errorf("no create event for sub/f.txt: %v", st.Err())
+		}},
 		{"auth: no token is 401", func(t *testing.T, s *sbx) {
 			res, err := s.srv.Client().Get(s.srv.URL + "/files?path=/etc/hostname")
 			if err != nil {
