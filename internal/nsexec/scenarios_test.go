@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -327,6 +328,16 @@ func TestEnvdScenarios(t *testing.T) {
 				}
 			}
 			t.Errorf("no create event for sub/f.txt: %v", st.Err())
+		}},
+		{"many short streams in a row all end with their end event", func(t *testing.T, s *sbx) {
+			// Through the namespace proxy a stream was once cut when the
+			// answer started before the request body had been forwarded.
+			for i := range 40 {
+				out, end := s.run("echo $((i=" + strconv.Itoa(i) + "))")
+				if out != strconv.Itoa(i)+"\n" || end.ExitCode != 0 {
+					t.Fatalf("run %d: out %q end %+v", i, out, end)
+				}
+			}
 		}},
 		{"auth: no token is 401", func(t *testing.T, s *sbx) {
 			res, err := s.srv.Client().Get(s.srv.URL + "/files?path=/etc/hostname")
