@@ -220,4 +220,42 @@
 //     reaches the processes envd started, by their PID. A PTY shell has the
 //     same job control across its lines.
 //   - Process/StreamInput (not called by the SDKs) is not served.
+//
+// # Backends: where a sandbox's files and processes live
+//
+// The list above describes the default, in-memory daemon ([InMemoryDaemon]):
+// no host process, deterministic, any OS, and what the conformance kit
+// uses unless told otherwise. [NamespaceDaemon] (Linux, as root; sandboxkit
+// fake-provider --exec namespace, conform --exec namespace) makes each
+// sandbox real instead: this program re-run in new mount, pid, uts, ipc and
+// net namespaces over an overlay of a root filesystem. Per backend:
+//
+//   - Commands. Memory: the built-in shell and commands listed above.
+//     Namespace: /bin/sh -c per command as envd runs it, with the user's
+//     uid and gid; every binary of the root filesystem (python3, pip, git,
+//     curl), nothing it lacks (sudo on a host without it). PIDs are the
+//     sandbox's own (small numbers); in memory they count from 1000.
+//   - Files. Memory: the tree above, with its 256 MiB quota. Namespace:
+//     the overlay's writable layer over the root filesystem (default /,
+//     without the host's other mounts), with tmpfs over /tmp, /root, /home
+//     and /run; metadata are real user.e2b.* xattrs; no quota but the
+//     host disk's.
+//   - Watches. Memory: WatchDir and the polled watchers see the tree's
+//     changes. Namespace: the same RPCs over inotify (fsnotify, as envd),
+//     so the kernel decides which events a change makes.
+//   - Output. Memory: stdout and stderr are written in program order.
+//     Namespace: two pipes, read apart, as envd's; their relative order is
+//     not kept.
+//   - Fork, snapshots and pause without memory. Memory: files are copied,
+//     a cold boot changes boot_id. Namespace: the daemon has no image, so a
+//     fork or snapshot starts from the root filesystem, and resume keeps
+//     processes running.
+//   - Code interpreter (port 49999). Memory only; a namespace sandbox
+//     answers it as a sandbox without one.
+//   - Network. Both: loopback only; in namespace mode a server a command
+//     starts on 127.0.0.1 is reachable from the sandbox's other commands
+//     (not from the host: ports other than envd's are not routed).
+//   - Isolation. Namespace mode is for trusted code only: sandboxes share
+//     the host's kernel and uids; root in a sandbox keeps a container
+//     runtime's default capabilities (no CAP_SYS_ADMIN), /dev is minimal.
 package fakeprovider

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/creack/pty"
+	"github.com/fsnotify/fsnotify"
 	"golang.org/x/sys/unix"
 
 	"github.com/sandboxkit/sandboxkit/internal/envdapi"
@@ -181,9 +182,91 @@ func (osFS) SetMetadata(name string, meta map[string]string) error {
 
 func (osFS) RealPath(name string) (string, error) { return filepath.EvalSymlinks(name) }
 
-// Watch is not offered by the OS backend yet.
-func (osFS) Watch(string, bool) (*fsWatch, func(), error) {
-	return nil, nil, fmt.Errorf("watching directories: %w", errors.ErrUnsupported)
+// Watch reports the changes below root through inotify (fsnotify, as
+// envd's watcher); a recursive watch adds every directory below root, and
+// each one created later.
+func (osFS) Watch(root string, recursive bool) (*fsWatch, func(), error) {
+	nw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := addWatches(nw, root, recursive); err != nil {
+		nw.Close()
+		return nil, nil, err
+	}
+	w := &fsWatch{ch: make(chan fsChange, watchQueue), overflow: make(chan struct{})}
+	done := make(chan struct{})
+	go forwardInotify(nw, w, recursive, done)
+	var once sync.Once
+	return w, func() {
+		once.Do(func() {
+			close(done)
+			nw.Close()
+		})
+	}, nil
+}
+
+// addWatches watches dir and, when recursive, every directory below it.
+func addWatches(nw *fsnotify.Watcher, dir string, recursive bool) error {
+	if !recursive {
+		return nw.Add(dir)
+	}
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // gone meanwhile, or unreadable: not watched
+		}
+		if d.IsDir() {
+			return nw.Add(p)
+		}
+		return nil
+	})
+}
+
+// inotifyOps maps fsnotify's operations to envd's event types, in the
+// order envd reports them for one event.
+var inotifyOps = []struct {
+	op fsnotify.Op
+	t  envdapi.EventType
+}{
+	{fsnotify.Create, envdapi.EventTypeCreate}, {fsnotify.Write, envdapi.EventTypeWrite},
+	{fsnotify.Remove, envdapi.EventTypeRemove}, {fsnotify.Rename, envdapi.EventTypeRename},
+	{fsnotify.Chmod, envdapi.EventTypeChmod},
+}
+
+// forwardInotify turns fsnotify's events into changes until done; a full
+// queue, or the kernel's overflow, marks the watch overflowed.
+func forwardInotify(nw *fsnotify.Watcher, w *fsWatch, recursive bool, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case err, ok := <-nw.Errors:
+			if !ok || errors.Is(err, fsnotify.ErrEventOverflow) {
+				close(w.overflow)
+				return
+			}
+		case ev, ok := <-nw.Events:
+			if !ok {
+				return
+			}
+			if recursive && ev.Has(fsnotify.Create) {
+				if info, err := os.Lstat(ev.Name); err == nil && info.IsDir() {
+					_ = addWatches(nw, ev.Name, true)
+				}
+			}
+			for _, m := range inotifyOps {
+				if !ev.Has(m.op) {
+					continue
+				}
+				select {
+				case w.ch <- fsChange{path: ev.Name, op: m.t}:
+				default:
+					close(w.overflow)
+					return
+				}
+			}
+		}
+	}
 }
 
 // execRunner starts real processes as envd does (infra packages/envd/

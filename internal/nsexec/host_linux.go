@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -126,6 +128,7 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 		},
 		Transport:     s.transport,
 		FlushInterval: -1,
+		ErrorLog:      log.New(io.Discard, "", 0),
 		// No log line: it would carry the request URL.
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
 			fakeenvd.WriteGone(w, s.id)
@@ -134,11 +137,28 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 	return nil
 }
 
-// ServeHTTP forwards to the sandbox's daemon.
+// maxBuffered bounds the request body of an RPC that ServeHTTP reads
+// before forwarding.
+const maxBuffered = 64 << 20
+
+// ServeHTTP forwards to the sandbox's daemon. The body of every request
+// but an upload is read first: a Connect stream answers (and the proxy
+// flushes its headers) before its request body has gone through, and an
+// HTTP/1 server may close a request body once the answer has started,
+// which would cut the stream. Uploads are answered only after their body.
 func (s *Sandbox) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.closed.Load() {
 		fakeenvd.WriteGone(w, s.id)
 		return
+	}
+	if r.URL.Path != "/files" && r.Body != nil && r.Body != http.NoBody {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxBuffered))
+		if err != nil {
+			http.Error(w, "reading the request body failed", http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+		r.Header.Del("Transfer-Encoding")
 	}
 	s.proxy.ServeHTTP(w, r)
 }

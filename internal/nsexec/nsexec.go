@@ -16,10 +16,6 @@
 // that the re-run program becomes the sandbox rather than starting over.
 package nsexec
 
-import (
-	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
-)
-
 // Options configure the sandboxes.
 type Options struct {
 	// RootFS is the read-only lower layer every sandbox starts from;
@@ -29,34 +25,3 @@ type Options struct {
 	// WorkDir holds each sandbox's writable layer; default os.TempDir().
 	WorkDir string
 }
-
-// roleEnv names the role of a re-run program: roleInit for a sandbox's
-// first process, roleEnvd for the daemon it starts.
-const (
-	roleEnv  = "SANDBOXKIT_NSEXEC_ROLE"
-	roleInit = "init"
-	roleEnvd = "envd"
-)
-
-// initConfig is what the host sends a sandbox's first process on stdin
-// (never in the environment: it carries the access token).
-type initConfig struct {
-	RootFS string     `json:"rootfs"`
-	Dir    string     `json:"dir"` // upper, work, merged and boot_id live here
-	Envd   envdConfig `json:"envd"`
-}
-
-// envdConfig is the part of fakeenvd.Config a sandbox's daemon gets.
-type envdConfig struct {
-	SandboxID   string            `json:"sandboxId"`
-	TemplateID  string            `json:"templateId"`
-	AccessToken string            `json:"accessToken"`
-	EnvVars     map[string]string `json:"envVars"`
-}
-
-func (c envdConfig) config() fakeenvd.Config {
-	return fakeenvd.Config{SandboxID: c.SandboxID, TemplateID: c.TemplateID, AccessToken: c.AccessToken, EnvVars: c.EnvVars}
-}
-
-// readyLine is what the daemon writes on the status pipe once it serves.
-const readyLine = "ready\n"

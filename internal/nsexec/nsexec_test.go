@@ -1,3 +1,5 @@
+//go:build linux
+
 package nsexec
 
 import (
@@ -7,11 +9,6 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
 )
-
-func TestMain(m *testing.M) {
-	Main()
-	os.Exit(m.Run())
-}
 
 func TestProbe(t *testing.T) {
 	if err := Probe(context.Background(), Options{}); err != nil {
