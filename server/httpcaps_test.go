@@ -7,6 +7,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
 // capsHarness is an httpCaps on a fake clock that records evictions.
@@ -107,4 +110,34 @@ func TestSessionKeyByPrincipal(t *testing.T) {
 	if k, l, p := sessionKey(anon, o); k == k1 || l != 7 || p {
 		t.Errorf("anonymous caller: key %q limit %d principal %v", k, l, p)
 	}
+}
+
+// TestCreatesPerPrincipal: one principal's creates in flight are capped
+// across its sessions; the one beyond is a rate_limited tool error that
+// makes no provider call, and a create is admitted again once one ends.
+func TestCreatesPerPrincipal(t *testing.T) {
+	h := newHarness(t, &harnessOptions{limits: Limits{CreatesPerPrincipal: 2}})
+	held := h.fp.InjectFault(fakeprovider.Fault{Op: sandbox.OpCreateSandbox, Hang: true, Times: 2})
+	a, b, c := h.connect(), h.connect(), h.connect()
+	var wg sync.WaitGroup
+	for _, cl := range []*client{a, b} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := cl.callErr("create_sandbox", nil); err != nil || res.IsError {
+				t.Errorf("a held create failed: %v", err)
+			}
+		}()
+	}
+	waitFor(t, "two creates held at the provider", func() bool { return held.InFlight() == 2 })
+	e := c.fail("create_sandbox", nil)
+	if e.Category != sandbox.RateLimited || e.Code != codeTooManyCreates {
+		t.Errorf("third create: %+v, want rate_limited %s", e, codeTooManyCreates)
+	}
+	if n := len(h.fp.Journal().Calls(sandbox.OpCreateSandbox)); n != 2 {
+		t.Errorf("%d create requests, want 2: the refused one must make none", n)
+	}
+	held.Release()
+	wg.Wait()
+	c.ok("create_sandbox", nil)
 }

@@ -48,6 +48,7 @@ type serveConfig struct {
 	maxInFlight     int64
 	evictIdle       time.Duration
 	perSession      int
+	createsPerPrin  int
 
 	// Ownership (docs/deploy.md): the instance ID sandboxes are tagged with, and
 	// whether a start sweeps what an earlier life of it left.
@@ -234,6 +235,7 @@ Examples:
 	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", server.DefaultMaxSessionsPerClient, "most live HTTP sessions from one anonymous client (no token: IP address, IPv6 /64, or --client-ip-header); beyond, a new session gets 429 (0: no cap but --max-sessions)")
 	f.IntVar(&cfg.maxPerPrincipal, "max-sessions-per-principal", server.DefaultMaxSessionsPerPrincipal, "most live HTTP sessions of one principal (a token of --tokens-file or --token-env), from any address; beyond, a new session gets 429 (0: no cap but --max-sessions)")
 	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
+	f.IntVar(&cfg.createsPerPrin, "creates-per-principal", server.DefaultCreatesPerPrincipal, "most create_sandbox calls of one principal (a token's; tokenless callers are one local principal) in flight at once, in both eras; beyond is a rate_limited tool error")
 	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
 	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
 	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes and inline download answers held at once across the HTTP server; a large request waits, then gets 503, a download a rate_limited tool error (0: no bound)")
@@ -254,7 +256,7 @@ func serveLimits(cfg serveConfig) server.Limits {
 	if retry == 0 {
 		retry = -1 // a single attempt
 	}
-	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, TransferURLTTL: cfg.transferURLTTL}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, CreatesPerPrincipal: cfg.createsPerPrin, TransferURLTTL: cfg.transferURLTTL}
 }
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
