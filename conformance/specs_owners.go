@@ -71,6 +71,11 @@ func specLostCreate(ctx context.Context, tc *TestContext) {
 	// (Both create routes, v1 and v2, are this operation.)
 	frozen := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpCreateSandbox, Hang: true, Orphan: true, Times: 1})
 	defer frozen.Release()
+	// Listings wait until the late sandbox exists: a server that looks for
+	// it at once, and only once, then finds it too. Whether a server looks
+	// again later is its own bound's business; this spec checks the result.
+	lists := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpListSandboxes, Hang: true})
+	defer lists.Release()
 	cctx, cancel := context.WithTimeout(ctx, tc.allow(ctx, 4*deadline))
 	r := s.Call(cctx, "create_sandbox", map[string]any{"timeout": 86400})
 	cancel()
@@ -82,6 +87,7 @@ func specLostCreate(ctx context.Context, tc *TestContext) {
 	made := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return frozen.InFlight() == 0 })
 	gomega.Expect(made).To(gomega.BeTrue(), "the released create did not finish at the fake")
 	gomega.Expect(frozen.Hits()).To(gomega.Equal(1), "the server sent %d creates, want 1", frozen.Hits())
+	lists.Release()
 
 	bound := tc.Config.crashBound()
 	released := time.Now()

@@ -347,9 +347,6 @@ func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.Create
 		}
 		return ids, nil
 	}}
-	if sess.httpID == "" && sess.modern == nil {
-		job.stop = sess.ended // stdio: Run waits for it, then the process exits
-	}
 	sess.reg.startCleanup(job)
 }
 

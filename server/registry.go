@@ -25,6 +25,7 @@ type registry struct {
 	seq      uint64
 
 	cleanups tracker // close-time destroys and create checks in flight
+	destroys tracker // the close-time destroys alone: what a connection's Run waits for
 	watchers tracker // one per session, until ss.Wait returns
 
 	createsMu sync.Mutex
