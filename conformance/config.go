@@ -93,6 +93,12 @@ type Config struct {
 	// dead process owned (spec cleanup.crash-restart-sweeps). Zero gives
 	// [DefaultCrashBound]; at most [MaxCrashBound].
 	CrashBound time.Duration
+	// SessionSandboxCap is the cap the server under test declares on the
+	// sandboxes one session may own at once (QUOTA-1; the reference
+	// server: serve --sandboxes-per-session). Zero means none declared
+	// (spec cleanup.session-sandbox-cap is skipped), except for the
+	// in-process reference server, whose default the kit knows.
+	SessionSandboxCap int
 	// IdleTimeout is how long the server under test keeps a Streamable HTTP
 	// session that receives no request before it closes it and destroys
 	// its sandboxes (the reference server: serve --session-timeout). The

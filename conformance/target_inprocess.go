@@ -134,9 +134,12 @@ func (t *inProcessTarget) newServer() (*server.Server, error) {
 }
 
 // limits are the server's limits: its defaults, but for the file timeout
-// when the kit sets a provider deadline.
+// when the kit sets a provider deadline, and a lost create's check window
+// of one listing: the specs share one server, and a check that kept
+// listing would make requests in later specs' journals (cleanup.lost-create
+// holds that listing until the late sandbox exists).
 func (t *inProcessTarget) limits() server.Limits {
-	return server.Limits{FileTimeout: t.deadline}
+	return server.Limits{FileTimeout: t.deadline, CreateCheckFor: time.Millisecond}
 }
 
 func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientConn, error) {

@@ -65,10 +65,6 @@ type cleanupJob struct {
 	// lifetime is the timeout a create check's create asked for: how long
 	// a sandbox it left can live once it exists.
 	lifetime time.Duration
-	// stop, when set, ends a create check early, like shutdown does: the
-	// end of a session that is its whole connection (stdio), whose Run
-	// waits for its checks.
-	stop <-chan struct{}
 }
 
 // cleanupState is the state of close-time destroys and create checks: the
@@ -100,11 +96,18 @@ func retryable(c sandbox.Category) bool {
 }
 
 // startCleanup runs a destroy or create check in the background, tracked by
-// cleanups.
+// cleanups (and a destroy by destroys too: a create check may look for
+// minutes, and one connection's end must not wait for another's check).
 func (r *registry) startCleanup(job *cleanupJob) {
 	r.cleanups.add()
+	if job.find == nil {
+		r.destroys.add()
+	}
 	go func() {
 		defer r.cleanups.done()
+		if job.find == nil {
+			defer r.destroys.done()
+		}
 		r.runJob(job)
 	}()
 }
@@ -167,7 +170,7 @@ func (r *registry) checkCreate(job *cleanupJob) {
 			r.destroyFound(job, found, time.Since(start))
 			return
 		}
-		if time.Now().Add(delay).After(deadline) || r.waitOrStop(job, delay) {
+		if time.Now().Add(delay).After(deadline) || r.waitOrStop(delay) {
 			r.noneFound(job, n, time.Since(start))
 			return
 		}
@@ -175,9 +178,8 @@ func (r *registry) checkCreate(job *cleanupJob) {
 	}
 }
 
-// waitOrStop waits d and reports whether shutdown or the job's stop came
-// first.
-func (r *registry) waitOrStop(job *cleanupJob, d time.Duration) bool {
+// waitOrStop waits d and reports whether shutdown began first.
+func (r *registry) waitOrStop(d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -185,17 +187,13 @@ func (r *registry) waitOrStop(job *cleanupJob, d time.Duration) bool {
 		return false
 	case <-r.state.stopping:
 		return true
-	case <-job.stop:
-		return true
 	}
 }
 
-// stopped reports whether shutdown began or the job's stop is closed.
-func (r *registry) stopped(job *cleanupJob) bool {
+// stopping reports whether shutdown began.
+func (r *registry) stopping() bool {
 	select {
 	case <-r.state.stopping:
-		return true
-	case <-job.stop:
 		return true
 	default:
 		return false
@@ -210,7 +208,7 @@ func (r *registry) noneFound(job *cleanupJob, listings int, took time.Duration) 
 	if lifetime <= 0 {
 		lifetime = sandbox.DefaultSandboxTimeout
 	}
-	if r.stopped(job) {
+	if r.stopping() {
 		// Cut short: the outcome stays unknown, and is reported.
 		r.giveUp(job, sandbox.Unavailable, listings)
 		return

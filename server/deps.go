@@ -102,6 +102,11 @@ type Limits struct {
 	// (created and not yet killed); create_sandbox beyond it is a
 	// rate_limited tool error. Default [DefaultSandboxesPerSession].
 	SandboxesPerSession int
+	// CreatesPerPrincipal caps the create_sandbox calls of one principal
+	// (a token's; every tokenless caller is the one local principal) in
+	// flight at once, in both eras; create_sandbox beyond it is a
+	// rate_limited tool error. Default [DefaultCreatesPerPrincipal].
+	CreatesPerPrincipal int
 }
 
 // Defaults of [Limits].
@@ -117,6 +122,7 @@ const (
 	DefaultDestroyRetryFor       = 2 * time.Minute
 	DefaultDestroyConcurrency    = 8
 	DefaultCreateCheckFor        = 2 * time.Minute
+	DefaultCreatesPerPrincipal   = 32
 	DefaultTransferURLTTL        = 300 * time.Second
 )
 
@@ -162,6 +168,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.DestroyConcurrency <= 0 {
 		l.DestroyConcurrency = DefaultDestroyConcurrency
+	}
+	if l.CreatesPerPrincipal <= 0 {
+		l.CreatesPerPrincipal = DefaultCreatesPerPrincipal
 	}
 	if l.CreateCheckFor <= 0 {
 		l.CreateCheckFor = DefaultCreateCheckFor

@@ -290,6 +290,11 @@ func createLeased(ctx context.Context, d *Deps, sess *session, opts *sandbox.Cre
 		policy = sandbox.DefaultSandboxTimeout // LEASE-1: the stated default
 	}
 	opts.Timeout = policy // LEASE-1: at create, the end is now + policy
+	done, err := admitCreate(d, sess)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	tag := createTagValue()
 	opts.Metadata = map[string]string{
 		CreateTagKey:    tag,

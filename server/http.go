@@ -47,6 +47,9 @@ const (
 	// agent, and far below [DefaultMaxSessions], so that one client
 	// cannot lock the others out.
 	DefaultMaxSessionsPerClient = 64
+	// DefaultMaxSessionsPerPrincipal is how many live sessions one
+	// authenticated principal may hold, from any number of addresses.
+	DefaultMaxSessionsPerPrincipal = 64
 	// DefaultMaxEnvelopeBytes bounds every request except the arguments
 	// of a tools/call (initialize, ping, notifications, and the rest of a
 	// tools/call): what an idle session may keep of its last request.
@@ -98,6 +101,13 @@ type HTTPOptions struct {
 	// means [DefaultMaxSessionsPerClient]; negative means no cap beyond
 	// MaxSessions.
 	MaxSessionsPerClient int
+	// MaxSessionsPerPrincipal caps the live sessions of one authenticated
+	// principal (a token's); beyond it a new session is refused with 429.
+	// Anonymous callers (no token) count by address under
+	// MaxSessionsPerClient instead. Zero means
+	// [DefaultMaxSessionsPerPrincipal]; negative means no cap beyond
+	// MaxSessions.
+	MaxSessionsPerPrincipal int
 	// ClientIPHeader, when set, names a request header that a trusted
 	// reverse proxy in front of the server sets to the client's address
 	// (for example X-Forwarded-For, whose last element is used, or
@@ -156,6 +166,9 @@ func (o *HTTPOptions) withDefaults(l Limits) HTTPOptions {
 	}
 	if c.MaxSessionsPerClient == 0 {
 		c.MaxSessionsPerClient = DefaultMaxSessionsPerClient
+	}
+	if c.MaxSessionsPerPrincipal == 0 {
+		c.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
 	}
 	if c.MaxEnvelopeBytes == 0 {
 		c.MaxEnvelopeBytes = DefaultMaxEnvelopeBytes
@@ -273,10 +286,10 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 		// A POST without a session ID may open a session: reserve a slot
 		// until it is established (or not).
-		client := clientKey(r, o.ClientIPHeader)
-		ok, perClient := s.reg.http.reserve(client, o.MaxSessions, o.MaxSessionsPerClient, o.EvictIdle)
+		client, limit, byPrincipal := sessionKey(r, o)
+		ok, perClient := s.reg.http.reserve(client, o.MaxSessions, limit, o.EvictIdle)
 		if !ok {
-			s.refuseSession(w, perClient, o)
+			s.refuseSession(w, perClient, byPrincipal, o)
 			return
 		}
 		defer s.reg.http.release(client)
@@ -368,10 +381,15 @@ func (s *Server) holdResponse(r *http.Request, budget *byteBudget) func() {
 // refuseSession answers a request that would open a session beyond a cap:
 // 429 (this client's cap) or 503 (the server's), with a JSON-RPC error
 // that says which cap and what to do.
-func (s *Server) refuseSession(w http.ResponseWriter, perClient bool, o HTTPOptions) {
+func (s *Server) refuseSession(w http.ResponseWriter, perClient, byPrincipal bool, o HTTPOptions) {
 	status, msg := http.StatusServiceUnavailable,
 		"too many live sessions on this server (limit "+itoa(o.MaxSessions)+"); retry later"
-	if perClient {
+	switch {
+	case perClient && byPrincipal:
+		status, msg = http.StatusTooManyRequests,
+			"too many live sessions of this principal (limit "+itoa(o.MaxSessionsPerPrincipal)+
+				"); end one with HTTP DELETE, or wait for an idle one to time out"
+	case perClient:
 		status, msg = http.StatusTooManyRequests,
 			"too many live sessions from this client (limit "+itoa(o.MaxSessionsPerClient)+
 				"); end one with HTTP DELETE, or wait for an idle one to time out"

@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 )
@@ -88,7 +89,7 @@ func (c *httpCaps) reserve(client string, total, perClient int, evictIdle time.D
 		}
 	}
 	if total > 0 && c.live+c.pending >= total {
-		if !c.evictLocked("", evictIdle) {
+		if !c.evictLocked("", evictIdle) && !c.evictFromLargestLocked(client, evictIdle) {
 			return false, false
 		}
 	}
@@ -108,7 +109,7 @@ func (c *httpCaps) evictLocked(client string, evictIdle time.Duration) bool {
 	cutoff := c.now().Add(-evictIdle)
 	var victim *httpSlot
 	for _, slot := range c.byID {
-		if slot.client == "" || slot.inflight > 0 || (client != "" && slot.client != client) || slot.lastActive.After(cutoff) {
+		if slot.client == "" || slot.inflight > 0 || (client != "" && slot.client != client) || slot.lastActive.After(cutoff) { // QUOTA-2
 			continue
 		}
 		if victim == nil || slot.lastActive.Before(victim.lastActive) {
@@ -120,6 +121,39 @@ func (c *httpCaps) evictLocked(client string, evictIdle time.Duration) bool {
 	}
 	c.uncountLocked(victim)
 	c.logger.Info("idle session closed to make room for a new one", "session", victim.sess.seq)
+	c.evict(victim.sess)
+	return true
+}
+
+// evictFromLargestLocked makes room at the server's cap when no session
+// has been idle for evictIdle: it closes a session of the client that
+// holds the most sessions without a request in flight, provided that
+// client holds more than the newcomer, so a few clients that keep every
+// session busy cannot lock the rest out (QUOTA-3). Among that client's
+// sessions it picks the one idle longest, and never one with a request in
+// flight (QUOTA-2). With evictIdle < 0 nothing is ever evicted.
+func (c *httpCaps) evictFromLargestLocked(newcomer string, evictIdle time.Duration) bool {
+	if evictIdle < 0 {
+		return false
+	}
+	floor := c.clientLive[newcomer] + c.clientPending[newcomer]
+	var victim *httpSlot
+	for _, slot := range c.byID {
+		n := c.clientLive[slot.client]
+		if slot.client == "" || slot.inflight > 0 || n <= floor { // QUOTA-2
+			continue
+		}
+		if victim == nil || n > c.clientLive[victim.client] ||
+			(n == c.clientLive[victim.client] && slot.lastActive.Before(victim.lastActive)) {
+			victim = slot
+		}
+	}
+	if victim == nil {
+		return false
+	}
+	held := c.clientLive[victim.client]
+	c.uncountLocked(victim)
+	c.logger.Info("session of the client holding the most closed to make room for another client", "session", victim.sess.seq, "client_sessions", held)
 	c.evict(victim.sess)
 	return true
 }
@@ -183,4 +217,20 @@ func (c *httpCaps) liveCount() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.live
+}
+
+// principalKeyPrefix starts the caps' key of an authenticated principal,
+// which no address key can start with.
+const principalKeyPrefix = "principal:"
+
+// sessionKey is whom a new session counts against, and that one's cap: an
+// authenticated principal (a token of --tokens-file or --token-env) by
+// name, under MaxSessionsPerPrincipal; an anonymous caller (a tokenless
+// loopback server's one local principal) by address, under
+// MaxSessionsPerClient.
+func sessionKey(r *http.Request, o HTTPOptions) (key string, limit int, principal bool) {
+	if p := r.Header.Get(principalHeader); p != "" && p != LocalPrincipal {
+		return principalKeyPrefix + p, o.MaxSessionsPerPrincipal, true
+	}
+	return clientKey(r, o.ClientIPHeader), o.MaxSessionsPerClient, false
 }

@@ -272,6 +272,11 @@ func CreateSandbox(deps *Deps) Tool {
 // also carries the owner's instance, boot and session ([InstanceTagKey]),
 // and the new sandbox's ID is logged.
 func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
+	done, err := admitCreate(deps, sess)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	tag := createTagValue()
 	opts.Metadata = deps.own.createMetadata(sess.seq, tag) // ownership: instance, boot, session
 	requested := opts.Timeout
@@ -304,6 +309,31 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 	return o, nil
 }
 
+// codeTooManyCreates is the tool error code of a create beyond
+// Limits.CreatesPerPrincipal.
+const codeTooManyCreates = "too_many_creates"
+
+// admitCreate counts one create against its principal's creates in flight
+// (a modern request's principal, or a legacy session's): beyond
+// Limits.CreatesPerPrincipal it is a rate_limited tool error and no call
+// is made. The returned done ends the count.
+func admitCreate(deps *Deps, sess *session) (done func(), err error) {
+	if sess.reg == nil {
+		return func() {}, nil
+	}
+	principal := sess.principal()
+	if sess.modern != nil {
+		principal = sess.modern.principal
+	}
+	limit := deps.Limits.CreatesPerPrincipal
+	done, ok := sess.reg.beginCreate(principal, limit)
+	if !ok {
+		return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooManyCreates,
+			Recovery: "this caller has " + itoa(limit) + " creates in flight, its limit: retry once one has finished"}
+	}
+	return done, nil
+}
+
 // checkLostCreate starts looking, in the background, for a sandbox that a
 // create which failed without a definite answer may have left, by the
 // create's nonce ([CreateTagKey]), for Limits.CreateCheckFor, and destroys
@@ -324,9 +354,6 @@ func checkLostCreate(deps *Deps, sess *session, tag string, opts *sandbox.Create
 		}
 		return ids, nil
 	}}
-	if sess.httpID == "" && sess.modern == nil {
-		job.stop = sess.ended // stdio: Run waits for it, then the process exits
-	}
 	sess.reg.startCleanup(job)
 }
 

@@ -25,12 +25,16 @@ type registry struct {
 	seq      uint64
 
 	cleanups tracker // close-time destroys and create checks in flight
+	destroys tracker // the close-time destroys alone: what a connection's Run waits for
 	watchers tracker // one per session, until ss.Wait returns
+
+	createsMu sync.Mutex
+	creates   map[string]int // creates in flight per principal
 }
 
 func newRegistry(deps *Deps) *registry {
 	r := &registry{deps: deps, sem: make(chan struct{}, deps.Limits.DestroyConcurrency), state: newCleanupState(),
-		sessions: map[*mcp.ServerSession]*session{}}
+		sessions: map[*mcp.ServerSession]*session{}, creates: map[string]int{}}
 	r.http = newHTTPCaps(deps.Now, deps.Logger, func(s *session) {
 		go func() {
 			r.end(s)
@@ -174,4 +178,23 @@ func (t *tracker) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// beginCreate admits one create of principal within limit creates in
+// flight per principal (Limits.CreatesPerPrincipal); done must be called
+// once the create has an answer.
+func (r *registry) beginCreate(principal string, limit int) (done func(), ok bool) {
+	r.createsMu.Lock()
+	defer r.createsMu.Unlock()
+	if r.creates[principal] >= limit {
+		return nil, false
+	}
+	r.creates[principal]++
+	return func() {
+		r.createsMu.Lock()
+		defer r.createsMu.Unlock()
+		if r.creates[principal]--; r.creates[principal] <= 0 {
+			delete(r.creates, principal)
+		}
+	}, true
 }

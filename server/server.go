@@ -375,7 +375,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	l := s.deps.Limits
 	cleanupCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(l.DestroyRetryFor, 0)+l.DestroyTimeout+l.DestroyTimeout/2)
 	defer cancel()
-	if cerr := s.reg.cleanups.wait(cleanupCtx); cerr != nil {
+	if cerr := s.reg.destroys.wait(cleanupCtx); cerr != nil { // create checks end with Shutdown
 		s.deps.Logger.Warn("cleanup did not finish", "error", cerr.Error())
 	}
 	if ctx.Err() != nil {

@@ -117,7 +117,7 @@ func tooManySandboxes(limit int) *ToolError {
 func (s *session) reserveCreate(limit int) (release func(), ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.owned)+s.creating >= limit {
+	if len(s.owned)+s.creating >= limit { // QUOTA-1: the cap-th create is accepted, the next refused
 		return nil, false
 	}
 	s.creating++

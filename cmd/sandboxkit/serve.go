@@ -41,6 +41,7 @@ type serveConfig struct {
 	destroyRetry    time.Duration
 	maxSessions     int
 	maxPerClient    int
+	maxPerPrincipal int
 	readTimeout     time.Duration
 	writeTimeout    time.Duration
 	clientIPHeader  string
@@ -48,6 +49,7 @@ type serveConfig struct {
 	maxInFlight     int64
 	evictIdle       time.Duration
 	perSession      int
+	createsPerPrin  int
 
 	// Ownership (docs/deploy.md): the instance ID sandboxes are tagged with, and
 	// whether a start sweeps what an earlier life of it left.
@@ -178,10 +180,14 @@ lives, up to the lifetime the session asked for (which get_sandbox keeps
 reporting), so a dead server's sandboxes end within D even if it never
 comes back. See docs/deploy.md.
 
-HTTP limits. At most --max-sessions sessions are live at once, and at most
---max-sessions-per-client from one client (default 64); a session counts from
-the moment its initialize is answered. At a limit, the session idle longest
-(for at least --evict-idle) is closed, its sandboxes destroyed, to make room;
+HTTP limits. At most --max-sessions sessions are live at once, at most
+--max-sessions-per-principal of one principal with a token (default 64), and
+at most --max-sessions-per-client from one anonymous client (default 64); a
+session counts from the moment its initialize is answered. At a limit, the
+session idle longest (for at least --evict-idle) is closed, its sandboxes
+destroyed, to make room; at --max-sessions with none idle, a session of the
+client or principal holding the most is closed for a caller holding fewer,
+never one with a call in flight;
 when none is, the new session is refused: 503 for the server's limit, 429 for
 the client's, with a JSON-RPC error saying which. A client is its IP address
 (an IPv6 address by its /64), or, behind a reverse proxy you trust, the
@@ -232,8 +238,10 @@ Examples:
 	f.DurationVar(&cfg.transferURLTTL, "transfer-url-ttl", server.DefaultTransferURLTTL, "how long the signed URL of upload_file / download_file with transfer \"url\" stays valid (1s to 1h)")
 	f.DurationVar(&cfg.destroyRetry, "destroy-retry", server.DefaultDestroyRetryFor, "how long a failed close-time destroy is retried, with backoff, before the sandbox is reported as not destroyed (0: no retry)")
 	f.IntVar(&cfg.maxSessions, "max-sessions", server.DefaultMaxSessions, "most live HTTP sessions at once; beyond, a new session gets 503 (0: no cap)")
-	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", server.DefaultMaxSessionsPerClient, "most live HTTP sessions from one client (IP address, IPv6 /64, or --client-ip-header); beyond, a new session gets 429 (0: no cap but --max-sessions)")
+	f.IntVar(&cfg.maxPerClient, "max-sessions-per-client", server.DefaultMaxSessionsPerClient, "most live HTTP sessions from one anonymous client (no token: IP address, IPv6 /64, or --client-ip-header); beyond, a new session gets 429 (0: no cap but --max-sessions)")
+	f.IntVar(&cfg.maxPerPrincipal, "max-sessions-per-principal", server.DefaultMaxSessionsPerPrincipal, "most live HTTP sessions of one principal (a token of --tokens-file or --token-env), from any address; beyond, a new session gets 429 (0: no cap but --max-sessions)")
 	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
+	f.IntVar(&cfg.createsPerPrin, "creates-per-principal", server.DefaultCreatesPerPrincipal, "most create_sandbox calls of one principal (a token's; tokenless callers are one local principal) in flight at once, in both eras; beyond is a rate_limited tool error")
 	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
 	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
 	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes and inline download answers held at once across the HTTP server; a large request waits, then gets 503, a download a rate_limited tool error (0: no bound)")
@@ -254,7 +262,7 @@ func serveLimits(cfg serveConfig) server.Limits {
 	if retry == 0 {
 		retry = -1 // a single attempt
 	}
-	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, TransferURLTTL: cfg.transferURLTTL}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, CreatesPerPrincipal: cfg.createsPerPrin, TransferURLTTL: cfg.transferURLTTL}
 }
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
@@ -279,18 +287,19 @@ func serveHTTPOptions(cfg serveConfig, token string, tokens map[string]string) *
 		return n
 	}
 	return &server.HTTPOptions{
-		Token:                token,
-		Tokens:               tokens,
-		SessionTimeout:       neg(cfg.sessionTimeout),
-		MaxRequestBodyBytes:  cfg.maxBodyBytes,
-		MaxSessions:          negInt(cfg.maxSessions),
-		MaxSessionsPerClient: negInt(cfg.maxPerClient),
-		ClientIPHeader:       cfg.clientIPHeader,
-		MaxEnvelopeBytes:     cfg.maxEnvelope,
-		MaxInFlightBytes:     negInt64(cfg.maxInFlight),
-		EvictIdle:            neg(cfg.evictIdle),
-		ReadTimeout:          neg(cfg.readTimeout),
-		WriteTimeout:         neg(cfg.writeTimeout),
+		Token:                   token,
+		Tokens:                  tokens,
+		SessionTimeout:          neg(cfg.sessionTimeout),
+		MaxRequestBodyBytes:     cfg.maxBodyBytes,
+		MaxSessions:             negInt(cfg.maxSessions),
+		MaxSessionsPerClient:    negInt(cfg.maxPerClient),
+		MaxSessionsPerPrincipal: negInt(cfg.maxPerPrincipal),
+		ClientIPHeader:          cfg.clientIPHeader,
+		MaxEnvelopeBytes:        cfg.maxEnvelope,
+		MaxInFlightBytes:        negInt64(cfg.maxInFlight),
+		EvictIdle:               neg(cfg.evictIdle),
+		ReadTimeout:             neg(cfg.readTimeout),
+		WriteTimeout:            neg(cfg.writeTimeout),
 	}
 }
 
