@@ -154,18 +154,25 @@ func (o *ownership) setTimeout(ctx context.Context, h *sandbox.Sandbox, d time.D
 	return nil
 }
 
-// reported is in with the end the session asked for: under a lease the
-// platform's end is at most the lease ahead, and the server keeps moving
-// it while it lives, up to that end.
+// reported is in with the end the session asked for where the lease cut
+// what the platform was told: the platform's end is then at most the lease
+// ahead, and the server keeps moving it while it lives, up to that end.
+// Where the session asked for no more than the lease, the platform holds
+// the session's whole lifetime, and its own end is reported as it is, also
+// when it changed behind the server's back (GET-1, GET-5).
 func (o *ownership) reported(h *sandbox.Sandbox, in sandbox.Info) sandbox.Info {
 	if o == nil || o.lease <= 0 {
 		return in
 	}
 	o.mu.Lock()
 	e, ok := o.leases[h]
+	capped := ok && e.platformEnd.Before(e.end)
+	end := time.Time{}
+	if capped {
+		end = e.end.UTC()
+	}
 	o.mu.Unlock()
-	if ok && in.EndAt != nil {
-		end := e.end.UTC()
+	if capped && in.EndAt != nil {
 		in.EndAt = &end
 	}
 	return in

@@ -207,3 +207,26 @@ func TestOwnerLease(t *testing.T) {
 		t.Error("the unrenewed sandbox outlived the lease")
 	}
 }
+
+// TestOwnerLeaseLongerThanAsked: when a session asks for no more than the
+// owner lease, the platform holds the whole lifetime, and get_sandbox
+// reports the platform's end as it is, also one changed behind the
+// server's back (GET-1, GET-5): the default lease must not hide it.
+func TestOwnerLeaseLongerThanAsked(t *testing.T) {
+	clock := fakeprovider.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	h := newHarness(t, &harnessOptions{fake: &fakeprovider.Options{Clock: clock}})
+	srv, err := New(&Deps{Platform: h.srv.deps.Platform, Instance: "leased-1", OwnerLease: time.Hour}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.deps.own.close)
+	c := (&harness{t: t, fp: h.fp, srv: srv, logs: h.logs}).connect()
+	t.Cleanup(c.drop)
+	id := c.ok("create_sandbox", map[string]any{"timeout": 600})["sandbox_id"].(string)
+	moved := clock.Now().Add(777 * time.Second).UTC()
+	h.fp.SetEndAt(id, moved)
+	got, err := time.Parse(time.RFC3339Nano, c.ok("get_sandbox", map[string]any{})["end_at"].(string))
+	if err != nil || !got.Equal(moved) {
+		t.Errorf("get_sandbox reports end_at %v (%v), want the platform's %v", got, err, moved)
+	}
+}
