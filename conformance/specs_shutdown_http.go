@@ -35,7 +35,8 @@ func shutdownHTTPSpecs() []Spec {
 		Tools: []string{"create_sandbox", "run_command"},
 		Title: "sending SIGTERM to a stdio server with calls in flight answers every call " +
 			"(a result or a JSON-RPC error, never stdout closed without it), then destroys every sandbox the session owned, once",
-		Optional: "signals the server process: runs only for a stdio server command, skipped for the in-process target and a URL",
+		Optional: "signals the server process: runs for a stdio server command (the default run starts one), skipped for a URL",
+		Process:  true, // SIGTERM to a process, where the run can start one
 		Body:     specShutdownAnswersStdioCalls,
 	}}
 }
@@ -74,7 +75,7 @@ func specShutdownAnswersHTTPCalls(ctx context.Context, tc *TestContext) {
 // specShutdownAnswersStdioCalls is the stdio sibling of the HTTP spec: the
 // shutdown is SIGTERM to the server process (SESSION-1).
 func specShutdownAnswersStdioCalls(ctx context.Context, tc *TestContext) {
-	st, ok := tc.run.target.(*stdioTarget)
+	st, ok := tc.target.(*stdioTarget)
 	if !ok {
 		ginkgo.Skip("the stdio shutdown spec needs a stdio server command (--server-cmd without --server-url): the kit sends it SIGTERM")
 	}
