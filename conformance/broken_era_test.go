@@ -31,6 +31,7 @@ func eraBrokenVariants() []brokenVariant {
 		{"not-found-as-protocol-error", FamilyHandles, "answers an unknown handle with a JSON-RPC error", notFoundAsProtocolError},
 		{"sequential-command-ids", FamilyHandles, "issues command_ids bg-1, bg-2, ...", sequentialCommandIDs},
 		{"handles-across-principals", FamilyHandles, "gives every token the same principal", handlesAcrossPrincipals},
+		{"session-across-principals", FamilyHandles, "looks a legacy session up by its Mcp-Session-Id alone, as the principal that opened it", sessionAcrossPrincipals},
 	}
 }
 
@@ -49,6 +50,7 @@ var eraFocusedSpecs = map[string][]string{
 	"not-found-as-protocol-error":            {"handles.gone-not-found@2026-07-28"},
 	"sequential-command-ids":                 {"handles.command-id-entropy@2026-07-28"},
 	"handles-across-principals":              {"handles.bound-to-principal@2026-07-28"},
+	"session-across-principals":              {"handles.session-bound-to-principal"},
 }
 
 // isModernRequest reports whether req carries a 2026-07-28 _meta.
@@ -243,6 +245,33 @@ func handlesAcrossPrincipals() *breakage {
 			o.Tokens[tok] = "everyone"
 		}
 	}}
+}
+
+// sessionAcrossPrincipals authenticates every request but then serves a
+// request that names a session as the principal that opened it: the
+// session lookup ignores who asks (HANDLE-4). It does so by giving such a
+// request the opener's token, so the server below takes it for the
+// opener's own.
+func sessionAcrossPrincipals() *breakage {
+	return &breakage{handler: func(next http.Handler) http.Handler {
+		var openers sync.Map // Mcp-Session-Id -> the Authorization that opened it
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			id := r.Header.Get("Mcp-Session-Id")
+			if opener, ok := openers.Load(id); ok && id != "" && knownToken(r.Header.Get("Authorization")) {
+				r.Header.Set("Authorization", opener.(string))
+			}
+			next.ServeHTTP(w, r)
+			if sid := w.Header().Get("Mcp-Session-Id"); id == "" && sid != "" {
+				openers.LoadOrStore(sid, r.Header.Get("Authorization"))
+			}
+		})
+	}}
+}
+
+// knownToken reports whether auth carries one of the in-process
+// principals' tokens: the broken variant still refuses a stranger.
+func knownToken(auth string) bool {
+	return auth == "Bearer "+inProcessTokens[0] || auth == "Bearer "+inProcessTokens[1]
 }
 
 func initializeNegotiates2026() *breakage {
