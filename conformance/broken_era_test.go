@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ func eraBrokenVariants() []brokenVariant {
 		{"sequential-command-ids", FamilyHandles, "issues command_ids bg-1, bg-2, ...", sequentialCommandIDs},
 		{"handles-across-principals", FamilyHandles, "gives every token the same principal", handlesAcrossPrincipals},
 		{"session-across-principals", FamilyHandles, "looks a legacy session up by its Mcp-Session-Id alone, as the principal that opened it", sessionAcrossPrincipals},
+		{"session-delete-across-principals", FamilyHandles, "answers another principal's DELETE of a session 403, but ends the session and destroys its sandboxes first", sessionDeleteAcrossPrincipals},
 	}
 }
 
@@ -51,6 +53,7 @@ var eraFocusedSpecs = map[string][]string{
 	"sequential-command-ids":                 {"handles.command-id-entropy@2026-07-28"},
 	"handles-across-principals":              {"handles.bound-to-principal@2026-07-28"},
 	"session-across-principals":              {"handles.session-bound-to-principal"},
+	"session-delete-across-principals":       {"handles.session-bound-to-principal"},
 }
 
 // isModernRequest reports whether req carries a 2026-07-28 _meta.
@@ -254,18 +257,46 @@ func handlesAcrossPrincipals() *breakage {
 // opener's own.
 func sessionAcrossPrincipals() *breakage {
 	return &breakage{handler: func(next http.Handler) http.Handler {
-		var openers sync.Map // Mcp-Session-Id -> the Authorization that opened it
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			id := r.Header.Get("Mcp-Session-Id")
-			if opener, ok := openers.Load(id); ok && id != "" && knownToken(r.Header.Get("Authorization")) {
-				r.Header.Set("Authorization", opener.(string))
-			}
+		return withOpeners(next, func(w http.ResponseWriter, r *http.Request, opener string) {
+			r.Header.Set("Authorization", opener)
 			next.ServeHTTP(w, r)
-			if sid := w.Header().Get("Mcp-Session-Id"); id == "" && sid != "" {
-				openers.LoadOrStore(sid, r.Header.Get("Authorization"))
-			}
 		})
 	}}
+}
+
+// sessionDeleteAcrossPrincipals is the reference server before it bound
+// its own end of a session to the principal (HANDLE-4): the SDK refuses
+// another principal's DELETE, but the server has already ended the
+// session and destroyed its sandboxes. Only the journal shows it.
+func sessionDeleteAcrossPrincipals() *breakage {
+	return &breakage{handler: func(next http.Handler) http.Handler {
+		return withOpeners(next, func(w http.ResponseWriter, r *http.Request, opener string) {
+			if r.Method == http.MethodDelete {
+				end := r.Clone(r.Context())
+				end.Header.Set("Authorization", opener)
+				next.ServeHTTP(httptest.NewRecorder(), end)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}}
+}
+
+// withOpeners serves next, but hands a request that carries a known
+// principal's token and another principal's session ID to other, with the
+// Authorization that opened the session.
+func withOpeners(next http.Handler, other func(w http.ResponseWriter, r *http.Request, opener string)) http.Handler {
+	var openers sync.Map // Mcp-Session-Id -> the Authorization that opened it
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, auth := r.Header.Get("Mcp-Session-Id"), r.Header.Get("Authorization")
+		if opener, ok := openers.Load(id); ok && id != "" && opener != auth && knownToken(auth) {
+			other(w, r, opener.(string))
+			return
+		}
+		next.ServeHTTP(w, r)
+		if sid := w.Header().Get("Mcp-Session-Id"); id == "" && sid != "" {
+			openers.LoadOrStore(sid, auth)
+		}
+	})
 }
 
 // knownToken reports whether auth carries one of the in-process
