@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"time"
@@ -31,6 +32,8 @@ func eraBrokenVariants() []brokenVariant {
 		{"not-found-as-protocol-error", FamilyHandles, "answers an unknown handle with a JSON-RPC error", notFoundAsProtocolError},
 		{"sequential-command-ids", FamilyHandles, "issues command_ids bg-1, bg-2, ...", sequentialCommandIDs},
 		{"handles-across-principals", FamilyHandles, "gives every token the same principal", handlesAcrossPrincipals},
+		{"session-across-principals", FamilyHandles, "looks a legacy session up by its Mcp-Session-Id alone, as the principal that opened it", sessionAcrossPrincipals},
+		{"session-delete-across-principals", FamilyHandles, "answers another principal's DELETE of a session 403, but ends the session and destroys its sandboxes first", sessionDeleteAcrossPrincipals},
 	}
 }
 
@@ -49,6 +52,8 @@ var eraFocusedSpecs = map[string][]string{
 	"not-found-as-protocol-error":            {"handles.gone-not-found@2026-07-28"},
 	"sequential-command-ids":                 {"handles.command-id-entropy@2026-07-28"},
 	"handles-across-principals":              {"handles.bound-to-principal@2026-07-28"},
+	"session-across-principals":              {"handles.session-bound-to-principal"},
+	"session-delete-across-principals":       {"handles.session-bound-to-principal"},
 }
 
 // isModernRequest reports whether req carries a 2026-07-28 _meta.
@@ -243,6 +248,61 @@ func handlesAcrossPrincipals() *breakage {
 			o.Tokens[tok] = "everyone"
 		}
 	}}
+}
+
+// sessionAcrossPrincipals authenticates every request but then serves a
+// request that names a session as the principal that opened it: the
+// session lookup ignores who asks (HANDLE-4). It does so by giving such a
+// request the opener's token, so the server below takes it for the
+// opener's own.
+func sessionAcrossPrincipals() *breakage {
+	return &breakage{handler: func(next http.Handler) http.Handler {
+		return withOpeners(next, func(w http.ResponseWriter, r *http.Request, opener string) {
+			r.Header.Set("Authorization", opener)
+			next.ServeHTTP(w, r)
+		})
+	}}
+}
+
+// sessionDeleteAcrossPrincipals is the reference server before it bound
+// its own end of a session to the principal (HANDLE-4): the SDK refuses
+// another principal's DELETE, but the server has already ended the
+// session and destroyed its sandboxes. Only the journal shows it.
+func sessionDeleteAcrossPrincipals() *breakage {
+	return &breakage{handler: func(next http.Handler) http.Handler {
+		return withOpeners(next, func(w http.ResponseWriter, r *http.Request, opener string) {
+			if r.Method == http.MethodDelete {
+				end := r.Clone(r.Context())
+				end.Header.Set("Authorization", opener)
+				next.ServeHTTP(httptest.NewRecorder(), end)
+			}
+			next.ServeHTTP(w, r)
+		})
+	}}
+}
+
+// withOpeners serves next, but hands a request that carries a known
+// principal's token and another principal's session ID to other, with the
+// Authorization that opened the session.
+func withOpeners(next http.Handler, other func(w http.ResponseWriter, r *http.Request, opener string)) http.Handler {
+	var openers sync.Map // Mcp-Session-Id -> the Authorization that opened it
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, auth := r.Header.Get("Mcp-Session-Id"), r.Header.Get("Authorization")
+		if opener, ok := openers.Load(id); ok && id != "" && opener != auth && knownToken(auth) {
+			other(w, r, opener.(string))
+			return
+		}
+		next.ServeHTTP(w, r)
+		if sid := w.Header().Get("Mcp-Session-Id"); id == "" && sid != "" {
+			openers.LoadOrStore(sid, auth)
+		}
+	})
+}
+
+// knownToken reports whether auth carries one of the in-process
+// principals' tokens: the broken variant still refuses a stranger.
+func knownToken(auth string) bool {
+	return auth == "Bearer "+inProcessTokens[0] || auth == "Bearer "+inProcessTokens[1]
 }
 
 func initializeNegotiates2026() *breakage {

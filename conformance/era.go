@@ -60,10 +60,18 @@ func runID(id string, e Era) string {
 func leaseFamily(f Family) bool { return f == FamilyLease || f == FamilyHandles }
 
 // sessionRules are the rules that describe legacy connections (section
-// 13): sessions, their default, session renewal (RENEW-1) and the close of
-// background commands with their session (BG-4).
+// 13): sessions, their default, session renewal (RENEW-1), the close of
+// background commands with their session (BG-4), and a session's binding
+// to its principal (HANDLE-4).
 var sessionRules = []string{"SESSION-1", "SESSION-2", "SESSION-3", "SESSION-4", "RENEW-1", "BG-4",
-	"CREATE-5", "GET-2", "TIMEOUT-2", "LIST-2"}
+	"CREATE-5", "GET-2", "TIMEOUT-2", "LIST-2", "HANDLE-4"}
+
+// sessionOnly reports whether every rule the spec checks describes legacy
+// sessions: such a spec of a lease or handle family runs in the legacy era
+// (HANDLE-4: a session ID is a handle too), and nowhere else.
+func sessionOnly(spec Spec) bool {
+	return len(spec.Rules) > 0 && profileSubset(spec.Rules, sessionRules)
+}
 
 // leased reports whether the run is judged by leases instead of sessions:
 // every modern run, and, in the legacy era, a server of profile
@@ -84,7 +92,7 @@ func (c *Config) eraNotApplicable(spec Spec, e Era, servesLegacy, servesModern b
 		return fmt.Sprintf("%s in era %s: the server does not serve it (a client offering it gets a 2025 session)", NotApplicablePrefix, ModernProtocolVersion)
 	case e == EraLegacy && !servesLegacy:
 		return fmt.Sprintf("%s to 2025 sessions: the server serves only %s", NotApplicablePrefix, ModernProtocolVersion)
-	case leaseFamily(spec.Family) && !c.leased(e):
+	case leaseFamily(spec.Family) && !c.leased(e) && !sessionOnly(spec):
 		return fmt.Sprintf("%s to legacy sessions of profile %s: leases and handles are the rules of modern requests (section 13); the session leak check judges sessions", NotApplicablePrefix, c.profileName())
 	case !c.leased(e):
 		return ""
@@ -92,7 +100,7 @@ func (c *Config) eraNotApplicable(spec Spec, e Era, servesLegacy, servesModern b
 		return fmt.Sprintf("%s %s: it checks a session's default sandbox or its close, and %s", NotApplicablePrefix, c.eraWords(e), c.noSessionWhy(e))
 	case spec.ID == "bounds.empty-id-with-default":
 		return fmt.Sprintf("%s %s: it needs a session default sandbox, and %s", NotApplicablePrefix, c.eraWords(e), c.noSessionWhy(e))
-	case len(spec.Rules) > 0 && profileSubset(spec.Rules, sessionRules):
+	case sessionOnly(spec):
 		return fmt.Sprintf("%s %s: its rules (%s) describe legacy sessions, and %s", NotApplicablePrefix, c.eraWords(e), strings.Join(spec.Rules, ", "), c.noSessionWhy(e))
 	case slices.ContainsFunc(spec.Rules, func(r string) bool { return slices.Contains(sessionBoundRules, r) }):
 		return fmt.Sprintf("%s %s: it checks what a session does with its sandboxes or commands (%s), and %s", NotApplicablePrefix, c.eraWords(e), strings.Join(spec.Rules, ", "), c.noSessionWhy(e))

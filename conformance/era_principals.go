@@ -18,6 +18,10 @@ import (
 type principalTarget interface {
 	// connectAs opens a connection as principal 0 or 1.
 	connectAs(ctx context.Context, version string, principal int) (*clientConn, bool, error)
+	// principalHTTP returns the endpoint and an HTTP client that speaks as
+	// principal 0 or 1, for raw requests (HANDLE-4), or false without a
+	// second principal.
+	principalHTTP(principal int) (string, *http.Client, bool)
 }
 
 // The in-process reference server's principals: a listener of its own
@@ -25,18 +29,40 @@ type principalTarget interface {
 var inProcessTokens = [2]string{"sandboxkit-principal-a-token", "sandboxkit-principal-b-token"}
 
 func (t *inProcessTarget) connectAs(ctx context.Context, version string, principal int) (*clientConn, bool, error) {
-	t.principalOnce.Do(func() {
-		o := t.httpOptions(&server.HTTPOptions{Tokens: map[string]string{inProcessTokens[0]: "kit-a", inProcessTokens[1]: "kit-b"}})
-		t.principalSrv = httptest.NewServer(t.srv.HTTPHandler(o))
-	})
-	hc := &http.Client{Transport: headerTransport{headers: map[string]string{"Authorization": "Bearer " + inProcessTokens[principal]}, base: http.DefaultTransport}}
-	conn, err := connectHTTPWith(ctx, t.principalSrv.URL+server.MCPPath, hc, version)
+	endpoint, hc, _ := t.principalHTTP(principal)
+	conn, err := connectHTTPWith(ctx, endpoint, hc, version)
 	return conn, true, err
 }
 
+// principalHTTP serves the two principals from a listener of their own,
+// behind the variant's handler wrapper (as the protocol specs' endpoint).
+func (t *inProcessTarget) principalHTTP(principal int) (string, *http.Client, bool) {
+	t.principalOnce.Do(func() {
+		o := t.httpOptions(&server.HTTPOptions{Tokens: map[string]string{inProcessTokens[0]: "kit-a", inProcessTokens[1]: "kit-b"}})
+		h := t.srv.HTTPHandler(o)
+		if b := t.breakage; b != nil && b.handler != nil {
+			h = b.handler(h)
+		}
+		t.principalSrv = httptest.NewServer(h)
+	})
+	hc := &http.Client{Transport: headerTransport{headers: map[string]string{"Authorization": "Bearer " + inProcessTokens[principal]}, base: http.DefaultTransport}}
+	return t.principalSrv.URL + server.MCPPath, hc, true
+}
+
 func (t *httpTarget) connectAs(ctx context.Context, version string, principal int) (*clientConn, bool, error) {
-	if t.cfg.SecondToken == "" {
+	endpoint, hc, ok := t.principalHTTP(principal)
+	if !ok {
 		return nil, false, nil
+	}
+	conn, err := connectHTTPWith(ctx, endpoint, hc, version)
+	return conn, true, err
+}
+
+// principalHTTP speaks as the run's principal (its headers), or as the
+// second one (--second-token in place of their Authorization).
+func (t *httpTarget) principalHTTP(principal int) (string, *http.Client, bool) {
+	if t.cfg.SecondToken == "" {
+		return "", nil, false
 	}
 	headers := map[string]string{}
 	for k, v := range t.cfg.Headers {
@@ -46,8 +72,7 @@ func (t *httpTarget) connectAs(ctx context.Context, version string, principal in
 		headers["Authorization"] = "Bearer " + t.cfg.SecondToken
 	}
 	hc := &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
-	conn, err := connectHTTPWith(ctx, t.cfg.ServerURL, hc, version)
-	return conn, true, err
+	return t.cfg.ServerURL, hc, true
 }
 
 // connectHTTPWith opens a Streamable HTTP session through hc.

@@ -28,7 +28,7 @@ const (
 	// FamilyLease holds the lease rules that replace the session rules for
 	// modern requests and sessionless profiles (LEASE-1..4, MODERN-1).
 	FamilyLease Family = "lease"
-	// FamilyHandles holds the handle rules (HANDLE-1..3).
+	// FamilyHandles holds the handle rules (HANDLE-1..4).
 	FamilyHandles Family = "handles"
 	// FamilyCloud holds the cloud-only specs: they cross-check the server
 	// against the real platform through the kit's own SDK.

@@ -1,21 +1,29 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"math"
+	"net/http"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// handleSpecs are the handle rules (HANDLE-1..3): what a sandbox_id or a
-// command_id reaches, and how hard one is to guess.
+// handleSpecs are the handle rules (HANDLE-1..4): what a sandbox_id, a
+// command_id or a legacy session's ID reaches, and how hard one is to
+// guess.
 func handleSpecs() []Spec {
 	return []Spec{
 		specHandlesGoneAreNotFound(),
 		specCommandIDEntropy(),
 		specHandlesBoundToPrincipal(),
+		specSessionBoundToPrincipal(),
 	}
 }
 
@@ -172,4 +180,91 @@ func specHandlesBoundToPrincipal() Spec {
 			tc.ExpectSuccess(owner.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": id}))
 		},
 	}
+}
+
+// hijackMarker is the command another principal's run_command names in a
+// session not its own: the fake's journal must never see it start.
+const hijackMarker = "echo sandboxkit-hijack"
+
+func specSessionBoundToPrincipal() Spec {
+	return Spec{
+		ID: "handles.session-bound-to-principal", Rules: []string{"HANDLE-4"}, NeedsFake: true,
+		Tools: []string{"create_sandbox", "get_sandbox", "run_command", "kill_sandbox"},
+		Title: "refuses another principal's POST, GET and DELETE carrying a legacy session's Mcp-Session-Id, and lets none of them reach the session or its sandboxes",
+		Body: func(ctx context.Context, tc *TestContext) {
+			owner, _ := tc.principals(ctx)
+			endpoint, other, _ := tc.run.target.(principalTarget).principalHTTP(1)
+			id := owner.mustCreate(ctx, map[string]any{})
+			sid := owner.MCP().ID()
+			gomega.Expect(sid).NotTo(gomega.BeEmpty(), "the legacy session has no Mcp-Session-Id")
+			starts, kills := tc.Fake.Journal().Count(sandbox.OpProcessStart), tc.Fake.Journal().Count(sandbox.OpKillSandbox)
+			hijack := hijackAs{tc: tc, endpoint: endpoint, hc: other, session: sid, version: owner.MCP().InitializeResult().ProtocolVersion}
+			// HANDLE-4: refused, whatever the request.
+			hijack.expectRefused(ctx, "run_command in another principal's session", http.MethodPost, hijack.callBody("run_command", map[string]any{"command": hijackMarker, "sandbox_id": id}))
+			hijack.expectRefused(ctx, "kill_sandbox in another principal's session", http.MethodPost, hijack.callBody("kill_sandbox", map[string]any{"sandbox_id": id}))
+			hijack.expectRefused(ctx, "GET of another principal's session", http.MethodGet, nil)
+			hijack.expectRefused(ctx, "DELETE of another principal's session", http.MethodDelete, nil)
+			// HANDLE-4: nothing of the session was reached.
+			gomega.Expect(tc.Fake.Journal().Count(sandbox.OpProcessStart)).To(gomega.Equal(starts), "another principal's requests in the session started a process: %v", tc.Fake.Journal().Ops())
+			gomega.Expect(tc.Fake.Journal().Count(sandbox.OpKillSandbox)).To(gomega.Equal(kills), "another principal's requests in the session killed a sandbox")
+			_, alive := tc.Fake.Sandbox(id)
+			gomega.Expect(alive).To(gomega.BeTrue(), "the session's sandbox is gone after another principal's requests")
+			tc.ExpectSuccess(owner.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": id}))
+			tc.ExpectSuccess(owner.Call(ctx, "run_command", map[string]any{"command": "true", "sandbox_id": id}))
+		},
+	}
+}
+
+// hijackAs sends raw Streamable HTTP requests as another principal, each
+// carrying a session ID that is not its own (HANDLE-4).
+type hijackAs struct {
+	tc       *TestContext
+	endpoint string
+	hc       *http.Client
+	session  string
+	version  string
+}
+
+// callBody is the body of a tools/call of a contract tool.
+func (h hijackAs) callBody(tool string, args map[string]any) []byte {
+	ginkgo.GinkgoHelper()
+	raw, err := json.Marshal(args)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{
+		"name": h.tc.Config.toolName(tool), "arguments": json.RawMessage(h.tc.Config.adapter(tool).adaptArgs(raw)),
+	}})
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	return body
+}
+
+// expectRefused sends one request of method (with body, if any) in the
+// session and fails unless it was refused with 401, 403 or 404 (HANDLE-4)
+// within the call timeout.
+func (h hijackAs) expectRefused(ctx context.Context, what, method string, body []byte) {
+	ginkgo.GinkgoHelper()
+	cctx, cancel := context.WithTimeout(ctx, h.tc.Config.CallTimeout)
+	defer cancel()
+	resp, err := h.send(cctx, method, body)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "%s: no answer", what)
+	_ = resp.Body.Close()
+	gomega.Expect(resp.StatusCode).To(gomega.BeElementOf(http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound),
+		"%s: status %d, want it refused with 401, 403 or 404 (HANDLE-4)", what, resp.StatusCode)
+}
+
+func (h hijackAs) send(ctx context.Context, method string, body []byte) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, h.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Mcp-Session-Id", h.session)
+	req.Header.Set("MCP-Protocol-Version", h.version)
+	resp, err := h.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	return resp, nil
 }

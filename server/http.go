@@ -299,7 +299,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		}
 	})
 	// withUser puts the principal into the request's auth.TokenInfo too,
-	// so that the SDK binds each legacy session to its principal and
+	// so that the SDK binds each legacy session to its principal (HANDLE-4) and
 	// answers another principal's use of its Mcp-Session-Id with 403.
 	withUser := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
 		return &auth.TokenInfo{UserID: r.Header.Get(principalHeader)}, nil
@@ -460,7 +460,7 @@ func (s *Server) endHTTPSession(id, principal string) {
 	if id == "" {
 		return
 	}
-	// Another principal's DELETE ends nothing (the SDK answers it 403).
+	// HANDLE-4: another principal's DELETE ends nothing (the SDK answers it 403).
 	if sess, ok := s.reg.http.session(id); ok && sess.principal() == principal {
 		s.reg.end(sess)
 	}

@@ -221,7 +221,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.StringArrayVar(&f.serverEnv, "server-env", nil, "KEY=value added to the server command's environment (repeatable)")
 	fl.StringVar(&f.serverURL, "server-url", "", "Streamable HTTP endpoint of the server under test")
 	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
-	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other); the first is --header's Authorization")
+	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other; HANDLE-4: nor does its session ID reach the other's session); the first is --header's Authorization")
 	f.exec.add(fl)
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
 	fl.StringVar(&f.fakeAPIKey, "fake-api-key", "", "API key the fake accepts (default: random per run)")
