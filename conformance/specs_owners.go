@@ -190,7 +190,7 @@ func specEvictionFromLargestHolder(ctx context.Context, tc *TestContext) {
 		return len(gone) > 0
 	})
 	gomega.Expect(evicted).To(gomega.BeTrue(), "client C got in at the cap of %d, and no session was closed", fairEvictionCap)
-	gomega.Expect(gone).NotTo(gomega.ContainElement(smallID), "the session closed for client C's was client B's, which held 1 session while client A held %d (QUOTA-3)", fairEvictionLarge)
+	gomega.Expect(gone).NotTo(gomega.ContainElement(smallID), "the session closed for client C's newcomer was client B's, which held 1 session while client A held %d (QUOTA-3)", fairEvictionLarge)
 	gomega.Expect(gone).To(gomega.HaveLen(1), "client C's one session closed %d sessions: %s", len(gone), strings.Join(gone, ", "))
 	tc.ExpectSuccess(small.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": smallID}))
 }
