@@ -43,7 +43,8 @@ type breakage struct {
 	// http edits the options of the in-process server's HTTP listeners.
 	http func(*server.HTTPOptions)
 	// handler, when set, wraps the in-process server's HTTP handler of
-	// the protocol specs' endpoint and of the HTTP shutdown spec's server.
+	// the protocol specs' endpoint, of the HTTP shutdown spec's server and
+	// of the session cap specs' servers (capsServer).
 	handler func(http.Handler) http.Handler
 	// onShutdown runs when the kit shuts an in-process server down
 	// (cleanup.shutdown, cleanup.shutdown-answers-http-calls), before the

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -11,12 +12,14 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // The owners specs check what a server owns when the provider's answer is
 // lost (a create the platform carries out after the server gave up on it
 // must not leave a sandbox nobody knows: LOST-1), and the per-session
-// sandbox cap a server declares (QUOTA-1).
+// sandbox cap a server declares (QUOTA-1), and which HTTP session a
+// server at its session cap closes for a newcomer (QUOTA-2, QUOTA-3).
 
 func ownersSpecs() []Spec {
 	return []Spec{{
@@ -35,7 +38,161 @@ func ownersSpecs() []Spec {
 			"tool error that creates nothing, and after a kill_sandbox a create succeeds again",
 		Optional: "needs the server's declared per-session sandbox cap (known for the in-process reference server)",
 		Body:     specSessionSandboxCap,
+	}, {
+		ID:    "cleanup.eviction-spares-busy-session",
+		Rules: []string{"QUOTA-2"},
+		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
+		Title: "at a server's cap of 2 HTTP sessions, a newcomer never closes the session with a run_command in flight, " +
+			"though its call began before the other session's last one: the call is answered and its session goes on serving",
+		Optional: capsOptional,
+		Body:     specEvictionSparesBusySession,
+	}, {
+		ID:    "cleanup.eviction-from-largest-holder",
+		Rules: []string{"QUOTA-3"},
+		Tools: []string{"create_sandbox", "get_sandbox"},
+		Title: "at a server's cap of 4 HTTP sessions with none idle, 3 held by one client and 1 by another, a third " +
+			"client's newcomer gets in, and the session closed for it is one of the largest holder's",
+		Optional: capsOptional,
+		Body:     specEvictionFromLargestHolder,
 	}}
+}
+
+// capsOptional says where the eviction specs apply: the kit declares the
+// session caps itself.
+const capsOptional = "serves a reference server of its own over HTTP with the small session caps it declares: " +
+	"runs only against the in-process reference server"
+
+// The session caps of the eviction specs' servers.
+const (
+	busyEvictionCap = 2
+	fairEvictionCap = 4
+	// fairEvictionLarge is how many sessions the largest holder has.
+	fairEvictionLarge = 3
+)
+
+// capsEndpoint starts the target's server with the session caps o, or
+// skips the spec where the target cannot declare caps of its own.
+func capsEndpoint(tc *TestContext, o server.HTTPOptions) (string, func()) {
+	ginkgo.GinkgoHelper()
+	ct, ok := tc.run.target.(capsTarget)
+	if !ok {
+		ginkgo.Skip("the eviction specs need a server whose session caps the kit declares: the in-process reference server")
+	}
+	endpoint, stop, err := ct.capsServer(o)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with small session caps")
+	return endpoint, stop
+}
+
+// capsSession opens a Streamable HTTP session with endpoint as the client
+// at address client (sent in X-Forwarded-For; "" sends none).
+func capsSession(ctx context.Context, tc *TestContext, endpoint, client string) (*Session, error) {
+	headers := map[string]string{}
+	if client != "" {
+		headers[forwardedFor] = client
+	}
+	hc := &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
+	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
+	defer cancel()
+	conn, err := connectHTTPWith(cctx, endpoint, hc, ProtocolVersion)
+	if err != nil {
+		return nil, err
+	}
+	s := &Session{tc: tc, conn: conn}
+	tc.track(s)
+	return s, nil
+}
+
+// forwardedFor is the header the fairness spec's server trusts for the
+// client's address, as behind a reverse proxy (--client-ip-header).
+const forwardedFor = "X-Forwarded-For"
+
+// specEvictionSparesBusySession fills a cap of two sessions, holds one
+// session's run_command at the provider, then uses the other after that
+// call began: a server that took a call in flight for idleness would pick
+// the busy session as idle the longest (QUOTA-2).
+func specEvictionSparesBusySession(ctx context.Context, tc *TestContext) {
+	// Any session without a call in flight is idle enough to give way.
+	endpoint, stop := capsEndpoint(tc, server.HTTPOptions{MaxSessions: busyEvictionCap, EvictIdle: time.Nanosecond})
+	defer stop()
+	busy, err := capsSession(ctx, tc, endpoint, "")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open the first session")
+	other, err := capsSession(ctx, tc, endpoint, "")
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open the second session, at the cap of %d", busyEvictionCap)
+	busyID, otherID := busy.mustCreate(ctx, nil), other.mustCreate(ctx, nil)
+
+	hang := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpProcessStart, SandboxID: busyID, Hang: true})
+	defer hang.Clear()
+	defer hang.Release()
+	answer := make(chan *Result, 1)
+	go func() {
+		defer ginkgo.GinkgoRecover()
+		answer <- busy.Call(ctx, "run_command", map[string]any{"command": "echo in flight", "sandbox_id": busyID})
+	}()
+	held := tc.WaitFor(ctx, 5*time.Second, func() bool { return hang.InFlight() == 1 })
+	gomega.Expect(held).To(gomega.BeTrue(), "the run_command never reached the provider")
+	tc.ExpectSuccess(other.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": otherID}))
+
+	newcomer, err := capsSession(ctx, tc, endpoint, "")
+	if err != nil {
+		ginkgo.AddReportEntry("newcomer at the cap", "refused: "+truncate(err.Error(), 200))
+	} else {
+		// A server at its cap that lets a newcomer in has closed a
+		// session: wait until one of the two has gone (its sandbox
+		// destroyed), so the busy call is released only after that.
+		ginkgo.AddReportEntry("newcomer at the cap", "admitted")
+		evicted := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
+			live := liveIDs(tc)
+			return !slices.Contains(live, busyID) || !slices.Contains(live, otherID)
+		})
+		gomega.Expect(evicted).To(gomega.BeTrue(), "a newcomer got in at the cap of %d, and neither session was closed", busyEvictionCap)
+		newcomer.mustCreate(ctx, nil)
+	}
+	hang.Release()
+	var r *Result
+	select {
+	case r = <-answer:
+	case <-time.After(tc.allow(ctx, tc.Config.CallTimeout)):
+		ginkgo.Fail("the run_command in flight when a newcomer came at the session cap was never answered (QUOTA-2)")
+	}
+	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "the run_command in flight when a newcomer came at the session cap got no answer: "+
+		"its session was closed to make room (QUOTA-2)")
+	tc.ExpectSuccess(r)
+	r = busy.Call(ctx, "run_command", map[string]any{"command": "echo still here", "sandbox_id": busyID})
+	gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "the session whose call was in flight when a newcomer came no longer serves (QUOTA-2)")
+	gomega.Expect(r.IsError).To(gomega.BeFalse(), "the session whose call was in flight when a newcomer came lost its sandbox (QUOTA-2): %s", truncate(r.JSON, 300))
+}
+
+// specEvictionFromLargestHolder fills a cap of four sessions, three of
+// client A's and one of B's, none idle long enough to give way; client C's
+// newcomer must get in, at the cost of one of A's (QUOTA-3).
+func specEvictionFromLargestHolder(ctx context.Context, tc *TestContext) {
+	endpoint, stop := capsEndpoint(tc, server.HTTPOptions{MaxSessions: fairEvictionCap, EvictIdle: time.Hour, ClientIPHeader: forwardedFor})
+	defer stop()
+	const clientA, clientB, clientC = "192.0.2.1", "192.0.2.2", "192.0.2.3"
+	var largest []string
+	for i := range fairEvictionLarge {
+		s, err := capsSession(ctx, tc, endpoint, clientA)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open client A's session %d", i+1)
+		largest = append(largest, s.mustCreate(ctx, nil))
+	}
+	small, err := capsSession(ctx, tc, endpoint, clientB)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open client B's session, at the cap of %d", fairEvictionCap)
+	smallID := small.mustCreate(ctx, nil)
+
+	newcomer, err := capsSession(ctx, tc, endpoint, clientC)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "client C was refused at the cap of %d while client A held %d sessions: "+
+		"a few busy clients lock the rest out (QUOTA-3)", fairEvictionCap, fairEvictionLarge)
+	newcomer.mustCreate(ctx, nil)
+	held := append([]string{smallID}, largest...)
+	var gone []string
+	evicted := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
+		gone = newIDs(liveIDs(tc), held)
+		return len(gone) > 0
+	})
+	gomega.Expect(evicted).To(gomega.BeTrue(), "client C got in at the cap of %d, and no session was closed", fairEvictionCap)
+	gomega.Expect(gone).NotTo(gomega.ContainElement(smallID), "the session closed for client C's newcomer was client B's, which held 1 session while client A held %d (QUOTA-3)", fairEvictionLarge)
+	gomega.Expect(gone).To(gomega.HaveLen(1), "client C's one session closed %d sessions: %s", len(gone), strings.Join(gone, ", "))
+	tc.ExpectSuccess(small.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": smallID}))
 }
 
 func specSessionSandboxCap(ctx context.Context, tc *TestContext) {
