@@ -21,12 +21,17 @@ func checkLive(ctx context.Context, d *Deps, r *registry, principal string, opts
 	if limit <= 0 {
 		return nil // no cap, and no platform list
 	}
+	// The order matters: a create of this principal that is in flight when
+	// inFlight reads is counted there; one that ended before had already
+	// adopted its sandbox (read next by ownedBy) or made it at the platform
+	// (listed last). Reading them the other way round can miss one.
+	others := r.inFlight(principal) - 1 // this create is not live yet
+	owned := r.ownedBy(principal)
 	leased, err := countLeased(ctx, d, principal, opts, limit)
 	if err != nil {
 		return fmt.Errorf("count the live sandboxes of a principal: %w", err)
 	}
-	others := r.inFlight(principal) - 1 // this create is not live yet
-	if live := r.ownedBy(principal) + leased + others; live >= limit {
+	if live := others + owned + leased; live >= limit {
 		return &ToolError{Category: sandbox.RateLimited, Code: codeTooManySandboxes,
 			Recovery: "this caller has " + itoa(limit) + " live sandboxes, its limit: kill one with kill_sandbox first"}
 	}

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -106,4 +107,21 @@ func TestSandboxesPerPrincipalConcurrent(t *testing.T) {
 	if n := len(h.fp.Journal().Calls(sandbox.OpCreateSandbox)); n != ok {
 		t.Errorf("%d create requests for %d successes: a refused create must make none", n, ok)
 	}
+}
+
+// TestSandboxesPerPrincipalListFails: when the platform cannot count a
+// principal's leased sandboxes the create is refused with the platform's
+// category, and no create request is made: the cap fails closed.
+func TestSandboxesPerPrincipalListFails(t *testing.T) {
+	h := newHarness(t, &harnessOptions{limits: Limits{SandboxesPerPrincipal: 3}})
+	legacy, _ := twoPrincipals(t, h)
+	h.fp.InjectFault(fakeprovider.Fault{Op: sandbox.OpListSandboxes, Status: http.StatusServiceUnavailable, Times: 1})
+	a := legacy("alice")
+	if e := a.fail("create_sandbox", nil); e.Category != sandbox.Unavailable {
+		t.Errorf("create while the count fails: %+v, want unavailable", e)
+	}
+	if n := len(h.fp.Journal().Calls(sandbox.OpCreateSandbox)); n != 0 {
+		t.Errorf("%d create requests, want 0", n)
+	}
+	a.ok("create_sandbox", nil)
 }
