@@ -107,6 +107,15 @@ type Limits struct {
 	// flight at once, in both eras; create_sandbox beyond it is a
 	// rate_limited tool error. Default [DefaultCreatesPerPrincipal].
 	CreatesPerPrincipal int
+	// SandboxesPerPrincipal caps the live sandboxes of one principal, in
+	// both eras: the sandboxes its 2025 sessions own on this server, plus
+	// the leased sandboxes its 2026-07-28 requests created on any replica
+	// (counted by one platform list with its [PrincipalTagKey], at the
+	// create's provider and region), plus its creates in flight here.
+	// create_sandbox beyond it, explicit or implicit, is a rate_limited
+	// tool error (QUOTA-1's answer). 0 (the default) is no cap and no list:
+	// a library user with one principal has the account's own limit.
+	SandboxesPerPrincipal int
 }
 
 // Defaults of [Limits].
@@ -123,6 +132,9 @@ const (
 	DefaultDestroyConcurrency    = 8
 	DefaultCreateCheckFor        = 2 * time.Minute
 	DefaultCreatesPerPrincipal   = 32
+	// DefaultSandboxesPerPrincipal is the cap the serve command sets on a
+	// server whose principals share one account (tokens file, OAuth).
+	DefaultSandboxesPerPrincipal = 20
 	DefaultTransferURLTTL        = 300 * time.Second
 )
 

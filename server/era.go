@@ -290,7 +290,7 @@ func createLeased(ctx context.Context, d *Deps, sess *session, opts *sandbox.Cre
 		policy = sandbox.DefaultSandboxTimeout // LEASE-1: the stated default
 	}
 	opts.Timeout = policy // LEASE-1: at create, the end is now + policy
-	done, err := admitCreate(d, sess)
+	done, err := admitCreate(ctx, d, sess, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -272,7 +272,7 @@ func CreateSandbox(deps *Deps) Tool {
 // also carries the owner's instance, boot and session ([InstanceTagKey]),
 // and the new sandbox's ID is logged.
 func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (*ownedSandbox, error) {
-	done, err := admitCreate(deps, sess)
+	done, err := admitCreate(ctx, deps, sess, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -316,8 +316,9 @@ const codeTooManyCreates = "too_many_creates"
 // admitCreate counts one create against its principal's creates in flight
 // (a modern request's principal, or a legacy session's): beyond
 // Limits.CreatesPerPrincipal it is a rate_limited tool error and no call
-// is made. The returned done ends the count.
-func admitCreate(deps *Deps, sess *session) (done func(), err error) {
+// is made. With Limits.SandboxesPerPrincipal set, the principal's live
+// sandboxes are counted too (checkLive). The returned done ends the count.
+func admitCreate(ctx context.Context, deps *Deps, sess *session, opts *sandbox.CreateOptions) (done func(), err error) {
 	if sess.reg == nil {
 		return func() {}, nil
 	}
@@ -330,6 +331,10 @@ func admitCreate(deps *Deps, sess *session) (done func(), err error) {
 	if !ok {
 		return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooManyCreates,
 			Recovery: "this caller has " + itoa(limit) + " creates in flight, its limit: retry once one has finished"}
+	}
+	if err := checkLive(ctx, deps, sess.reg, principal, opts); err != nil {
+		done()
+		return nil, err
 	}
 	return done, nil
 }

@@ -22,6 +22,15 @@
 //
 //	go run ./cmd/sandboxkit-soak -hostile
 //	go run ./cmd/sandboxkit-soak -hostile -target http://127.0.0.1:8080/mcp -pid "$(pgrep -n sandboxkit)"
+//
+// With -lockout it runs the lockout repro against a running server: 16
+// addresses (X-Forwarded-For) each open 64 sessions and ping each every
+// 5 s, so none is idle, then a 17th address tries 12 times, 6 s apart, to
+// open a session and make a call; it prints what the newcomer got and how
+// many busy sessions were evicted:
+//
+//	sandboxkit serve --fake --http 127.0.0.1:18428 --client-ip-header X-Forwarded-For &
+//	go run ./cmd/sandboxkit-soak -lockout -target http://127.0.0.1:18428/mcp
 package main
 
 import (
@@ -63,7 +72,7 @@ func mainWithArgs(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&cfg.HeapProfile, "heapprofile", "", "write a heap profile of the idle server after the load to this file")
 	hostile := fs.Bool("hostile", false, "run the hostile mix (see the package doc) instead of the soak")
 	hc := hostileConfig{Pings: 100, PingBytes: 22 << 20, Flood: 1200, FloodConcurrency: 8, Slow: 20, SlowFor: 3 * time.Second, Uploads: 20, UploadBytes: 16 << 20}
-	fs.StringVar(&hc.Target, "target", "", "-hostile: the /mcp URL of a running server (default: one in this process)")
+	fs.StringVar(&hc.Target, "target", "", "-hostile, -lockout: the /mcp URL of a running server (default: one in this process)")
 	fs.IntVar(&hc.PID, "pid", 0, "-hostile: the process ID of the -target server, whose RSS is measured")
 	fs.IntVar(&hc.Pings, "pings", hc.Pings, "-hostile: oversized pings, each from its own session")
 	fs.IntVar(&hc.PingBytes, "ping-bytes", hc.PingBytes, "-hostile: padding of each oversized ping")
@@ -71,6 +80,13 @@ func mainWithArgs(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&hc.Slow, "slow", hc.Slow, "-hostile: connections that trickle their body")
 	fs.IntVar(&hc.Uploads, "uploads", hc.Uploads, "-hostile: concurrent upload_file calls")
 	fs.IntVar(&hc.UploadBytes, "upload-bytes", hc.UploadBytes, "-hostile: decoded size of each upload")
+	lockout := fs.Bool("lockout", false, "run the lockout repro: -lockout-clients addresses (X-Forwarded-For) each hold -lockout-sessions busy sessions of -target, then a newcomer tries to get one")
+	lc := lockoutConfig{Clients: 16, Sessions: 64, PingEvery: 5 * time.Second, Tries: 12, TryEvery: 6 * time.Second}
+	fs.IntVar(&lc.Clients, "lockout-clients", lc.Clients, "-lockout: holder addresses")
+	fs.IntVar(&lc.Sessions, "lockout-sessions", lc.Sessions, "-lockout: sessions each holder address opens and keeps busy")
+	fs.DurationVar(&lc.PingEvery, "lockout-ping-every", lc.PingEvery, "-lockout: ping interval of every holder session (keep it below the target's --evict-idle)")
+	fs.IntVar(&lc.Tries, "lockout-tries", lc.Tries, "-lockout: the newcomer's tries")
+	fs.DurationVar(&lc.TryEvery, "lockout-try-every", lc.TryEvery, "-lockout: time between the newcomer's tries")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	mutexProfile := fs.String("mutexprofile", "", "write a mutex contention profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
@@ -109,9 +125,13 @@ func mainWithArgs(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var rep outcome
-	if *hostile {
+	switch {
+	case *lockout:
+		lc.Target = hc.Target
+		rep, err = runLockout(ctx, lc, stderr)
+	case *hostile:
 		rep, err = runHostile(ctx, hc, stderr)
-	} else {
+	default:
 		rep, err = run(ctx, cfg, stderr)
 	}
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -50,6 +51,7 @@ type serveConfig struct {
 	evictIdle       time.Duration
 	perSession      int
 	createsPerPrin  int
+	livePerPrin     int
 
 	// Ownership (docs/deploy.md): the instance ID sandboxes are tagged with, and
 	// whether a start sweeps what an earlier life of it left.
@@ -197,6 +199,14 @@ body within --read-timeout, and take each piece of a response within
 --write-timeout; a client that stalls is cut off without affecting its
 session. Keep-alive connections idle for 2 minutes are closed.
 
+Sandbox quotas. A session owns at most --sandboxes-per-session sandboxes; a
+principal has at most --creates-per-principal creates in flight and, with
+--sandboxes-per-principal N, at most N live sandboxes in both eras (its
+sessions' owned ones here, its leased ones on any replica, counted by one
+provider list per create; default 20 with --tokens-file or --oauth-issuer,
+else no cap). Beyond a cap, create_sandbox (explicit or implicit) is a
+rate_limited tool error and nothing is created.
+
 Message limits. Every message is checked strictly before it is handled: a
 duplicate member name, data after the JSON value, an id that is not a string
 or an integer, or a batch is refused with a JSON-RPC error (HTTP 400; on
@@ -242,6 +252,7 @@ Examples:
 	f.IntVar(&cfg.maxPerPrincipal, "max-sessions-per-principal", server.DefaultMaxSessionsPerPrincipal, "most live HTTP sessions of one principal (a token of --tokens-file or --token-env), from any address; beyond, a new session gets 429 (0: no cap but --max-sessions)")
 	f.IntVar(&cfg.perSession, "sandboxes-per-session", server.DefaultSandboxesPerSession, "most sandboxes one session may own at once; create_sandbox beyond is a rate_limited tool error")
 	f.IntVar(&cfg.createsPerPrin, "creates-per-principal", server.DefaultCreatesPerPrincipal, "most create_sandbox calls of one principal (a token's; tokenless callers are one local principal) in flight at once, in both eras; beyond is a rate_limited tool error")
+	f.IntVar(&cfg.livePerPrin, "sandboxes-per-principal", -1, "most live sandboxes of one principal, in both eras (its sessions' owned ones on this server, its leased ones on any replica, by one provider list per create); beyond is a rate_limited tool error (default: "+strconv.Itoa(server.DefaultSandboxesPerPrincipal)+" with --tokens-file or --oauth-issuer, else 0: no cap, the account's own limit)")
 	f.StringVar(&cfg.clientIPHeader, "client-ip-header", "", "header set by a trusted reverse proxy to the client's address (e.g. X-Forwarded-For, last element used); default: the connection's address")
 	f.Int64Var(&cfg.maxEnvelope, "max-envelope-bytes", server.DefaultMaxEnvelopeBytes, "largest HTTP message other than tools/call, and tools/call without its arguments; beyond, 413")
 	f.Int64Var(&cfg.maxInFlight, "max-inflight-bytes", server.DefaultMaxInFlightBytes, "request bytes and inline download answers held at once across the HTTP server; a large request waits, then gets 503, a download a rate_limited tool error (0: no bound)")
@@ -256,13 +267,29 @@ Examples:
 	return cmd
 }
 
+// serveLivePerPrincipal resolves --sandboxes-per-principal: unset (-1), it
+// is server.DefaultSandboxesPerPrincipal where several principals share the
+// account (tokens file, OAuth), and 0 (no cap, no list per create) where
+// there is one principal, whose cap would only be the account's own
+// concurrency limit, which the platform enforces.
+func serveLivePerPrincipal(flag int, principals bool) int {
+	switch {
+	case flag >= 0:
+		return flag
+	case principals:
+		return server.DefaultSandboxesPerPrincipal
+	default:
+		return 0
+	}
+}
+
 // serveLimits maps the flags onto the server's limits.
 func serveLimits(cfg serveConfig) server.Limits {
 	retry := cfg.destroyRetry
 	if retry == 0 {
 		retry = -1 // a single attempt
 	}
-	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, CreatesPerPrincipal: cfg.createsPerPrin, TransferURLTTL: cfg.transferURLTTL}
+	return server.Limits{FileTimeout: cfg.fileTimeout, DestroyRetryFor: retry, SandboxesPerSession: cfg.perSession, CreatesPerPrincipal: cfg.createsPerPrin, SandboxesPerPrincipal: cfg.livePerPrin, TransferURLTTL: cfg.transferURLTTL}
 }
 
 // serveHTTPOptions maps the flags onto the HTTP options; a flag's 0 ("no
@@ -342,6 +369,7 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if err != nil {
 		return err
 	}
+	cfg.livePerPrin = serveLivePerPrincipal(cfg.livePerPrin, len(tokens) > 0 || cfg.oauth.issuer != "")
 
 	var (
 		platform *sandbox.Platform
