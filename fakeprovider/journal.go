@@ -111,6 +111,23 @@ func (j *Journal) Entries() []Entry {
 	return j.filter(func(*Entry) bool { return true })
 }
 
+// Since returns copies of the entries from the n-th on (0-based), oldest
+// first, and false when the journal holds fewer than n entries (it was
+// reset since n was read from Len). A caller that watches the requests of
+// one call copies only those, not the whole journal.
+func (j *Journal) Since(n int) ([]Entry, bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if n < 0 || n > len(j.entries) {
+		return nil, false
+	}
+	out := make([]Entry, 0, len(j.entries)-n)
+	for _, e := range j.entries[n:] {
+		out = append(out, copyEntry(e))
+	}
+	return out, true
+}
+
 // Calls returns the entries whose Op is op, oldest first.
 func (j *Journal) Calls(op string) []Entry {
 	return j.filter(func(e *Entry) bool { return e.Op == op })

@@ -84,9 +84,23 @@ func TestProvider_Journal(t *testing.T) {
 		t.Errorf("401 create entry: status %d body %q", e.Status, e.Body)
 	}
 
+	// Since copies the entries from the n-th on, and refuses an n past
+	// the end (the journal was reset after n was read).
+	if tail, ok := j.Since(7); !ok || len(tail) != 2 || tail[1].Status != 401 {
+		t.Errorf("Since(7) = %d entries, %v; want the last 2", len(tail), ok)
+	} else if tail[0].Body[0] = 'X'; j.Entries()[7].Body[0] == 'X' {
+		t.Error("Since shares memory with the journal")
+	}
+	if tail, ok := j.Since(9); !ok || len(tail) != 0 {
+		t.Errorf("Since(Len()) = %d entries, %v; want none, true", len(tail), ok)
+	}
+
 	j.Reset()
 	if j.Len() != 0 || len(j.Ops()) != 0 {
 		t.Error("Reset left entries")
+	}
+	if _, ok := j.Since(1); ok {
+		t.Error("Since(1) of an empty journal reports entries")
 	}
 }
 
