@@ -35,11 +35,16 @@ type Daemon struct {
 	jobs *jobTable
 	// watchers are the polled watchers of CreateWatcher.
 	watchers watcherTable
-	mux      *http.ServeMux
-	ctx      context.Context
-	cancel   context.CancelCauseFunc
-	closed   atomic.Bool
-	once     sync.Once
+	// mux serves the routes. New leaves it to the first request
+	// (muxOnce): most sandboxes of a conformance run are seeded for list
+	// and lifecycle calls and never reach their daemon, and building the
+	// Connect handlers cost a seeded sandbox more than the rest of it.
+	mux     *http.ServeMux
+	muxOnce sync.Once
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	closed  atomic.Bool
+	once    sync.Once
 	// memLimit is maxInMemory; tests lower it.
 	memLimit int
 }
@@ -75,7 +80,6 @@ func New(cfg Config) *Daemon {
 	procs := newProcTable()
 	d := &Daemon{cfg: cfg, fs: memFS{fs}, mem: fs, bins: bins, procs: procs, jobs: newJobTable(procs), ctx: ctx, cancel: cancel, memLimit: maxInMemory}
 	d.runner = memRunner{d}
-	d.mux = d.routes()
 	return d
 }
 
@@ -121,6 +125,11 @@ func (d *Daemon) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusUnauthorized, unauthorizedMessage)
 		return
 	}
+	d.muxOnce.Do(func() {
+		if d.mux == nil {
+			d.mux = d.routes()
+		}
+	})
 	d.mux.ServeHTTP(w, r)
 }
 
