@@ -295,7 +295,11 @@ func (t *inProcessTarget) withDeadline(d time.Duration) (target, error) {
 	}
 	deps := *t.deps
 	deps.Platform = platform
-	deps.Limits = server.Limits{FileTimeout: d}
+	// The target's limits (a lost create's one-listing window too: a
+	// check that kept listing would reach later specs' journals), with
+	// this deadline.
+	deps.Limits = t.limits()
+	deps.Limits.FileTimeout = d
 	srv, err := server.New(&deps, &server.Options{Name: "sandboxkit-reference", Version: Version})
 	if err != nil {
 		return nil, fmt.Errorf("conformance: reference server: %w", err)
