@@ -136,6 +136,12 @@ type Config struct {
 	// for tests, which must not contend for the fixed ports). Zero: where
 	// e2b 1.x looks.
 	E2B1DebugAddrs fakeprovider.DebugAddrs
+	// StrictMessages says the server declares a strict-message policy, so
+	// the WIRE rules bind it (contract section 14): a WIRE spec's failure
+	// is a failure. Without it a server is held to them only in-process
+	// (the reference server declares the policy); for any other the kit
+	// reports what it saw as not applicable.
+	StrictMessages bool
 	// FakeDaemon, when set, builds every fake sandbox's daemon in place of
 	// the in-memory one ([fakeprovider.Options.NewDaemon]), for example
 	// [fakeprovider.NamespaceDaemon]'s real Linux sandboxes.

@@ -24,24 +24,26 @@ type conformFlags struct {
 	serverURL   string
 	headers     []string
 	secondToken string
-	fakeAddr    string
-	fakeAPIKey  string
-	toolMap     string
-	profile     string
-	expected    string
-	requireAll  bool
-	callTimeout time.Duration
-	deadline    time.Duration
-	crashBound  time.Duration
-	idleTimeout time.Duration
-	list        bool
-	cloud       bool
-	stateDir    string
-	runID       string
-	procs       int
-	claimDir    string
-	detailsFile string
-	runFolder   string // where outputs without a path go (resolveOutputs)
+	// strictMessages: the server declares a strict-message policy (WIRE rules).
+	strictMessages bool
+	fakeAddr       string
+	fakeAPIKey     string
+	toolMap        string
+	profile        string
+	expected       string
+	requireAll     bool
+	callTimeout    time.Duration
+	deadline       time.Duration
+	crashBound     time.Duration
+	idleTimeout    time.Duration
+	list           bool
+	cloud          bool
+	stateDir       string
+	runID          string
+	procs          int
+	claimDir       string
+	detailsFile    string
+	runFolder      string // where outputs without a path go (resolveOutputs)
 
 	run conformance.RunOptions
 
@@ -221,6 +223,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.StringArrayVar(&f.serverEnv, "server-env", nil, "KEY=value added to the server command's environment (repeatable)")
 	fl.StringVar(&f.serverURL, "server-url", "", "Streamable HTTP endpoint of the server under test")
 	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
+	fl.BoolVar(&f.strictMessages, "strict-messages", false, "the server declares a strict-message policy: hold it to the WIRE rules (malformed JSON-RPC refused with -32700/-32600, and it keeps serving); without it their failures read as not applicable, with what the kit saw (in-process the reference server always declares it)")
 	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other; HANDLE-4: nor does its session ID reach the other's session); the first is --header's Authorization")
 	f.exec.add(fl)
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
@@ -343,6 +346,7 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.FakeAddr = f.fakeAddr
 	cfg.FakeAPIKey = f.fakeAPIKey
 	cfg.RequireAll = f.requireAll
+	cfg.StrictMessages = f.strictMessages
 	cfg.CallTimeout = f.callTimeout
 	cfg.ProviderDeadline = f.deadline
 	cfg.CrashBound = f.crashBound
