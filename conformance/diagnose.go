@@ -92,8 +92,13 @@ func otherSandboxPort(entries []fakeprovider.Entry) string {
 		}
 		port := e.Header.Get(envdapi.SandboxPortHeader)
 		if port == "" {
-			host, _, _ := strings.Cut(e.Host, ".")
-			port, _, _ = strings.Cut(host, "-")
+			// Only a sandbox host names a port: <port>-<sandbox>.<domain>.
+			// A loopback address (a signed transfer URL's plain GET to
+			// 127.0.0.1) names none.
+			label, _, _ := strings.Cut(e.Host, ".")
+			if p, id, ok := strings.Cut(label, "-"); ok && id != "" {
+				port = p
+			}
 		}
 		if port != "" && !served[port] && strings.Trim(port, "0123456789") == "" {
 			return port

@@ -17,6 +17,8 @@ func TestOtherSandboxPort(t *testing.T) {
 	byHeader := fakeprovider.Entry{Envd: true, Host: "127.0.0.1:4000", Header: http.Header{"E2b-Sandbox-Port": {"3000"}}}
 	byHost := fakeprovider.Entry{Envd: true, Host: "8080-iabc.sandboxkit.test", Header: http.Header{}}
 	control := fakeprovider.Entry{Host: "api.sandboxkit.test", Header: http.Header{}}
+	// A signed transfer URL's plain GET names no sandbox port.
+	signedURL := fakeprovider.Entry{Envd: true, Host: "127.0.0.1:34345", Header: http.Header{}}
 	for _, c := range []struct {
 		entries []fakeprovider.Entry
 		want    string
@@ -25,6 +27,7 @@ func TestOtherSandboxPort(t *testing.T) {
 		{[]fakeprovider.Entry{daemon, interp}, ""},
 		{[]fakeprovider.Entry{daemon, interp, byHeader}, "3000"},
 		{[]fakeprovider.Entry{byHost}, "8080"},
+		{[]fakeprovider.Entry{daemon, signedURL}, ""},
 	} {
 		if got := otherSandboxPort(c.entries); got != c.want {
 			t.Errorf("otherSandboxPort = %q, want %q", got, c.want)
