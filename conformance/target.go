@@ -64,7 +64,7 @@ func newClient() *mcp.Client {
 // version has its own required-spec list (evidence/required/<Version>.txt);
 // a version that changes the catalog or a rule is a new version, so that
 // bundles recorded under an earlier one still verify against their list.
-const Version = "0.3.0"
+const Version = "0.4.0"
 
 // idleTarget is a target with a Streamable HTTP session whose server closes
 // it after the idle timeout.
