@@ -90,7 +90,7 @@ func brokenVariants() []brokenVariant {
 		{"wrong-read-only-hint", FamilyProtocol, "marks get_sandbox as not read-only", wrongReadOnlyHint},
 		{"run-command-not-destructive", FamilyProtocol, "marks run_command, which runs arbitrary code, as not destructive", runCommandNotDestructive},
 		{"error-in-structured-content", FamilyDefault, "puts the error object back into the structuredContent of tool errors", errorInStructuredContent},
-	}, slices.Concat(eraBrokenVariants(), robustnessBrokenVariants(), wireBrokenVariants(), ownersBrokenVariants())...)
+	}, slices.Concat(eraBrokenVariants(), robustnessBrokenVariants(), wireBrokenVariants(), ownersBrokenVariants(), bindBrokenVariants())...)
 }
 
 // pretendNoContent is the 204 a variant answers itself for a request it

@@ -107,5 +107,8 @@ func focused(name string) []string {
 	if ids, ok := ownersFocusedSpecs[name]; ok {
 		return ids
 	}
+	if ids, ok := bindFocusedSpecs[name]; ok {
+		return ids
+	}
 	return robustnessFocusedSpecs[name]
 }

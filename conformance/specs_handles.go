@@ -15,7 +15,7 @@ import (
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// handleSpecs are the handle rules (HANDLE-1..4): what a sandbox_id, a
+// handleSpecs are the handle rules (HANDLE-1..5): what a sandbox_id, a
 // command_id or a legacy session's ID reaches, and how hard one is to
 // guess.
 func handleSpecs() []Spec {
@@ -24,6 +24,7 @@ func handleSpecs() []Spec {
 		specCommandIDEntropy(),
 		specHandlesBoundToPrincipal(),
 		specSessionBoundToPrincipal(),
+		specTransferURLBoundToPrincipal(),
 	}
 }
 

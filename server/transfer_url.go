@@ -80,9 +80,12 @@ type uploadURLResult struct {
 }
 
 // uploadURL is upload_file with transfer "url": no byte moves, no daemon
-// call is made; the signature scopes the URL to path and writing.
+// call is made; the signature scopes the URL to path and writing. r was
+// reached for the caller's principal: another principal's sandbox was
+// not_found before any URL was signed (HANDLE-5, through reach's
+// HANDLE-1 check), since envd itself knows no principal.
 func uploadURL(deps *Deps, r *reached, path string) (any, error) {
-	if !r.envd.Signed() {
+	if !r.envd.Signed() { // HANDLE-5: r is this principal's (reach)
 		return nil, unsignedError()
 	}
 	u, exp, err := signedURL(deps, r.envd.UploadURL, path)
@@ -103,9 +106,10 @@ type downloadURLResult struct {
 
 // downloadURL is download_file with transfer "url": the file is stat'ed
 // (a missing path is not_found, FILE-4), not read; the signature scopes
-// the URL to path and reading.
+// the URL to path and reading. As for uploadURL, r belongs to the
+// caller's principal (HANDLE-5).
 func downloadURL(ctx context.Context, deps *Deps, r *reached, path string) (any, error) {
-	if !r.envd.Signed() {
+	if !r.envd.Signed() { // HANDLE-5: r is this principal's (reach)
 		return nil, unsignedError()
 	}
 	info, err := r.envd.Stat(ctx, path)

@@ -1,0 +1,60 @@
+package conformance
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The broken variants of what a principal's handles bind beyond HANDLE-1
+// and HANDLE-4: the reference server with one defect each.
+func bindBrokenVariants() []brokenVariant {
+	return []brokenVariant{
+		{"transfer-url-across-principals", FamilyHandles, "signs a transfer URL for the principal that holds the sandbox, whoever asks", transferURLAcrossPrincipals},
+	}
+}
+
+// bindFocusedSpecs are the specs each of these variants must fail (run
+// IDs).
+var bindFocusedSpecs = map[string][]string{
+	"transfer-url-across-principals": {"handles.transfer-url-bound-to-principal@2026-07-28"},
+}
+
+// kitPrincipals are the principals the in-process server's token listener
+// names (principalHTTP).
+var kitPrincipals = [2]string{"kit-a", "kit-b"}
+
+// transferURLAcrossPrincipals answers an upload_file or download_file
+// with transfer "url" that the server refused as not_found by trying it
+// again as each of the kit's principals: a server whose URL minting skips
+// the principal check (HANDLE-5). It passes the principal header the HTTP
+// front end sets, as a server would that looked the holder up itself.
+func transferURLAcrossPrincipals() *breakage {
+	return &breakage{middleware: func(breakEnv) mcp.Middleware {
+		return func(next mcp.MethodHandler) mcp.MethodHandler {
+			return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+				res, err := next(ctx, method, req)
+				name, args, ok := toolCall(method, req)
+				r, isCall := res.(*mcp.CallToolResult)
+				call, isTool := req.(*mcp.CallToolRequest)
+				if !ok || err != nil || !isCall || !r.IsError || !isTool || args["transfer"] != "url" ||
+					(name != "upload_file" && name != "download_file") || call.Extra == nil || call.Extra.Header == nil {
+					return res, err
+				}
+				for _, p := range kitPrincipals {
+					extra := *call.Extra
+					extra.Header = call.Extra.Header.Clone()
+					extra.Header.Set("Sandboxkit-Principal", p)
+					again := *call
+					again.Extra = &extra
+					if res2, err2 := next(ctx, method, &again); err2 == nil {
+						if r2, ok := res2.(*mcp.CallToolResult); ok && !r2.IsError {
+							return res2, nil
+						}
+					}
+				}
+				return res, err
+			}
+		}
+	}}
+}

@@ -1,0 +1,39 @@
+package server
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/sandboxkit/sandboxkit/sandbox"
+)
+
+// HANDLE-5: another principal's upload_file or download_file with transfer
+// "url" on a sandbox it does not hold is not_found, exactly as an unknown
+// sandbox is: no URL, and no call reaches the sandbox's daemon (no stat, no
+// connect). The owner still gets its URL.
+func TestTransferURLBoundToPrincipal(t *testing.T) {
+	h := newHarness(t, nil)
+	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
+	as := func(tok string) *client {
+		return connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}))
+	}
+	alice, bob := as("token-of-alice-123"), as("token-of-bob-4567")
+	id := alice.ok("create_sandbox", nil)["sandbox_id"].(string)
+	alice.ok("write_file", map[string]any{"path": "/tmp/secret.txt", "content": "alice's", "sandbox_id": id})
+	unknown := bob.fail("download_file", map[string]any{"path": "/tmp/secret.txt", "transfer": "url", "sandbox_id": "nosuchsandbox000000000"})
+	h.fp.Journal().Reset()
+	for _, tool := range []string{"download_file", "upload_file"} {
+		te := bob.fail(tool, map[string]any{"path": "/tmp/secret.txt", "transfer": "url", "sandbox_id": id})
+		if te.Category != sandbox.NotFound || te.Recovery != unknown.Recovery || te.HTTPStatus != unknown.HTTPStatus {
+			t.Errorf("bob's %s url on alice's sandbox: %+v, want what an unknown one gets (%+v)", tool, te, unknown)
+		}
+	}
+	for _, op := range []string{sandbox.OpConnectSandbox, sandbox.OpFilesystemStat, sandbox.OpFilesDownload, sandbox.OpFilesUpload} {
+		if n := h.fp.Journal().Count(op); n != 0 {
+			t.Errorf("bob's transfer calls made %d %s calls: %v", n, op, h.fp.Journal().Ops())
+		}
+	}
+	if out := alice.urlCall("download_file", map[string]any{"path": "/tmp/secret.txt", "sandbox_id": id}); out["url"] == "" {
+		t.Error("alice's own download_file url form returned no url")
+	}
+}
