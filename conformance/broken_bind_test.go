@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // The broken variants of what a principal's handles bind beyond HANDLE-1
@@ -11,6 +13,7 @@ import (
 func bindBrokenVariants() []brokenVariant {
 	return []brokenVariant{
 		{"transfer-url-across-principals", FamilyHandles, "signs a transfer URL for the principal that holds the sandbox, whoever asks", transferURLAcrossPrincipals},
+		{"own-sandboxes-only-ignored", FamilyHandles, "declares --own-sandboxes-only but reaches external IDs as without it", ownSandboxesOnlyIgnored},
 	}
 }
 
@@ -18,11 +21,8 @@ func bindBrokenVariants() []brokenVariant {
 // IDs).
 var bindFocusedSpecs = map[string][]string{
 	"transfer-url-across-principals": {"handles.transfer-url-bound-to-principal@2026-07-28"},
+	"own-sandboxes-only-ignored":     {"handles.own-sandboxes-only@2026-07-28"},
 }
-
-// kitPrincipals are the principals the in-process server's token listener
-// names (principalHTTP).
-var kitPrincipals = [2]string{"kit-a", "kit-b"}
 
 // transferURLAcrossPrincipals answers an upload_file or download_file
 // with transfer "url" that the server refused as not_found by trying it
@@ -57,4 +57,10 @@ func transferURLAcrossPrincipals() *breakage {
 			}
 		}
 	}}
+}
+
+// ownSandboxesOnlyIgnored is a server that declares the option but does
+// not hold to it (HANDLE-6): its confined server reaches external IDs.
+func ownSandboxesOnlyIgnored() *breakage {
+	return &breakage{deps: func(d *server.Deps) { d.OwnSandboxesOnly = false }}
 }

@@ -28,6 +28,9 @@ type principalTarget interface {
 // whose tokens name two principals (serve --tokens-file).
 var inProcessTokens = [2]string{"sandboxkit-principal-a-token", "sandboxkit-principal-b-token"}
 
+// kitPrincipals are the principals those tokens name.
+var kitPrincipals = [2]string{"kit-a", "kit-b"}
+
 func (t *inProcessTarget) connectAs(ctx context.Context, version string, principal int) (*clientConn, bool, error) {
 	endpoint, hc, _ := t.principalHTTP(principal)
 	conn, err := connectHTTPWith(ctx, endpoint, hc, version)
@@ -38,7 +41,7 @@ func (t *inProcessTarget) connectAs(ctx context.Context, version string, princip
 // behind the variant's handler wrapper (as the protocol specs' endpoint).
 func (t *inProcessTarget) principalHTTP(principal int) (string, *http.Client, bool) {
 	t.principalOnce.Do(func() {
-		o := t.httpOptions(&server.HTTPOptions{Tokens: map[string]string{inProcessTokens[0]: "kit-a", inProcessTokens[1]: "kit-b"}})
+		o := t.httpOptions(&server.HTTPOptions{Tokens: map[string]string{inProcessTokens[0]: kitPrincipals[0], inProcessTokens[1]: kitPrincipals[1]}})
 		h := t.srv.HTTPHandler(o)
 		if b := t.breakage; b != nil && b.handler != nil {
 			h = b.handler(h)

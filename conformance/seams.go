@@ -46,6 +46,9 @@ type breakage struct {
 	// the protocol specs' endpoint, of the HTTP shutdown spec's server and
 	// of the session cap specs' servers (capsServer).
 	handler func(http.Handler) http.Handler
+	// deps, when set, edits the dependencies of the in-process server the
+	// own-sandboxes spec starts with its option declared (confinedServer).
+	deps func(*server.Deps)
 	// onShutdown runs when the kit shuts an in-process server down
 	// (cleanup.shutdown, cleanup.shutdown-answers-http-calls), before the
 	// server's own Shutdown.

@@ -15,7 +15,7 @@ import (
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// handleSpecs are the handle rules (HANDLE-1..5): what a sandbox_id, a
+// handleSpecs are the handle rules (HANDLE-1..6): what a sandbox_id, a
 // command_id or a legacy session's ID reaches, and how hard one is to
 // guess.
 func handleSpecs() []Spec {
@@ -25,6 +25,7 @@ func handleSpecs() []Spec {
 		specHandlesBoundToPrincipal(),
 		specSessionBoundToPrincipal(),
 		specTransferURLBoundToPrincipal(),
+		specOwnSandboxesOnly(),
 	}
 }
 

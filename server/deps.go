@@ -42,6 +42,13 @@ type Deps struct {
 	// Zero: no lease (the platform is told what the session asks). At
 	// least [MinOwnerLease]; see docs/deploy.md for what it costs.
 	OwnerLease time.Duration
+	// OwnSandboxesOnly confines every caller to its own sandboxes
+	// (HANDLE-6): a sandbox_id that this deployment did not create for
+	// the caller's principal (an external ID, a sandbox another 2025
+	// session owns) is not_found, as an unknown one is, and
+	// list_sandboxes lists only the principal's leased sandboxes. False
+	// (the default): external IDs stay allowed (section 4, RENEW-2).
+	OwnSandboxesOnly bool
 
 	own    *ownership // set by New: instance, this life's boot tag, leases
 	leases *leaseBook // set by New: lease records and commands of modern requests

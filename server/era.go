@@ -198,10 +198,22 @@ func (b *leaseBook) lookup(ctx context.Context, d *Deps, principal, id string) (
 			b.remember(id, rec)
 		}
 	}
-	if rec.policy > 0 && rec.principal != principal {
-		return nil, foreignSandbox() // HANDLE-1
+	if rec.foreignTo(d, principal) {
+		return nil, foreignSandbox() // HANDLE-1, HANDLE-6
 	}
 	return rec, nil
+}
+
+// foreignTo reports whether a sandbox with this record is not principal's
+// to reach: another principal's leased sandbox (HANDLE-1), or, on a server
+// confined to own sandboxes, any sandbox without a lease (HANDLE-6: an
+// external ID, or one a 2025 session owns, which its session reaches
+// through its own record before asking).
+func (l *leaseRecord) foreignTo(d *Deps, principal string) bool {
+	if l.policy > 0 {
+		return l.principal != principal
+	}
+	return d.OwnSandboxesOnly
 }
 
 // recordFrom reads a lease record from platform metadata; a sandbox
@@ -319,18 +331,30 @@ func createLeased(ctx context.Context, d *Deps, sess *session, opts *sandbox.Cre
 // bearer tokens has more than one principal: a session of the local
 // principal (stdio, tokenless loopback) makes no extra platform call.
 func guardForeign(ctx context.Context, d *Deps, sess *session, id string) error {
-	if sess.modern != nil || sess.principal() == LocalPrincipal {
+	if sess.modern != nil || (sess.principal() == LocalPrincipal && !d.OwnSandboxesOnly) {
 		return nil
 	}
 	_, md, err := d.Platform.GetInfoAndMetadataByID(ctx, id, nil)
 	if err != nil {
-		if isNotFound(err) {
-			return err
+		if isNotFound(err) || d.OwnSandboxesOnly {
+			return err // HANDLE-6: confined, an unread sandbox is not reached
 		}
 		return nil // the call itself will report what is wrong
 	}
-	if rec := recordFrom(md); rec.policy > 0 && rec.principal != sess.principal() {
+	if recordFrom(md).foreignTo(d, sess.principal()) { // HANDLE-1, HANDLE-6
 		return foreignSandbox()
 	}
 	return nil
+}
+
+// listsOwnOnly returns the principal whose leased sandboxes alone
+// list_sandboxes lists, and whether it lists only those: in a modern
+// request of a principal authenticated by a token (HANDLE-1), and in
+// either era on a server confined to own sandboxes (HANDLE-6).
+func listsOwnOnly(d *Deps, sess *session) (string, bool) {
+	p := sess.principal()
+	if sess.modern != nil {
+		p = sess.modern.principal
+	}
+	return p, d.OwnSandboxesOnly || (sess.modern != nil && p != LocalPrincipal)
 }

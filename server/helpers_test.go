@@ -65,6 +65,8 @@ type harnessOptions struct {
 	unresolved bool
 	// now is the server's clock (Deps.Now); nil: the system clock.
 	now func() time.Time
+	// ownOnly is Deps.OwnSandboxesOnly (HANDLE-6).
+	ownOnly bool
 }
 
 func newHarness(t *testing.T, o *harnessOptions) *harness {
@@ -100,7 +102,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	}
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Now: o.now, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
+	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Now: o.now, OwnSandboxesOnly: o.ownOnly, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,11 +116,12 @@ func ListSandboxes(deps *Deps) Tool {
 		if a.has("status") {
 			opts.States = []sandbox.State{sandbox.State(a.str("status"))}
 		}
-		if sess.modern != nil && sess.modern.principal != LocalPrincipal {
-			// HANDLE-1: an authenticated principal lists only what its
-			// modern requests created, through the platform's own
-			// metadata filter, so that paging stays the platform's.
-			opts.Metadata = map[string]string{PrincipalTagKey: sess.modern.principal}
+		if p, only := listsOwnOnly(deps, sess); only {
+			// HANDLE-1, HANDLE-6: an authenticated (or confined)
+			// principal lists only what its modern requests created,
+			// through the platform's own metadata filter, so that paging
+			// stays the platform's.
+			opts.Metadata = map[string]string{PrincipalTagKey: p}
 		}
 		infos, err := deps.Platform.List(ctx, opts) // LIST-6
 		if err != nil {
@@ -193,7 +194,7 @@ func getModern(ctx context.Context, deps *Deps, call *modernCall, id string) (an
 	if err != nil {
 		return nil, err
 	}
-	if rec := recordFrom(md); rec.policy > 0 && rec.principal != call.principal {
+	if recordFrom(md).foreignTo(deps, call.principal) { // HANDLE-1, HANDLE-6
 		return nil, foreignSandbox()
 	}
 	return toMetadata(id, *info), nil

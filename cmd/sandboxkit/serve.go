@@ -52,6 +52,7 @@ type serveConfig struct {
 	perSession      int
 	createsPerPrin  int
 	livePerPrin     int
+	ownOnly         bool
 
 	// Ownership (docs/deploy.md): the instance ID sandboxes are tagged with, and
 	// whether a start sweeps what an earlier life of it left.
@@ -157,6 +158,14 @@ accepted only when a bearer token is set in the environment variable named by
 DNS-rebinding protection and cross-origin protection are always on, and
 request bodies are limited.
 
+Principals. Each caller is a principal: a token's subject (--oauth-issuer),
+a --tokens-file name, or the one local principal of a tokenless server.
+Another principal's sandboxes, command_ids, 2025 sessions and transfer URLs
+are not_found (or refused) to a caller. Sandbox IDs this deployment did not
+create stay reachable by ID, unless --own-sandboxes-only confines each
+principal to the sandboxes created for it: then any other ID is not_found,
+and list_sandboxes lists only the principal's 2026-07-28 sandboxes.
+
 Ownership and crashes. Every sandbox the server creates carries platform
 metadata naming its owner: sandboxkit_instance (the --instance ID, or
 $SANDBOXKIT_INSTANCE), sandboxkit_boot (this life of the process) and
@@ -241,6 +250,7 @@ Examples:
 	f.StringVar(&cfg.tokenEnv, "token-env", serveDefaultTokenEnv, "environment variable holding the HTTP bearer token (required for a non-loopback --http address)")
 	f.StringVar(&cfg.tokensFile, "tokens-file", "", "file of HTTP bearer tokens and their principals: lines \"PRINCIPAL TOKEN\", or a JSON object {\"PRINCIPAL\": \"TOKEN\"}; another principal's sandboxes and command_ids are not_found")
 	addServeOAuthFlags(f, &cfg.oauth)
+	f.BoolVar(&cfg.ownOnly, "own-sandboxes-only", false, "confine each principal to the sandboxes created for it: a sandbox_id this deployment did not create for the caller (an external ID, another session's sandbox) is not_found, and list_sandboxes lists only the principal's 2026-07-28 sandboxes")
 	f.Int64Var(&cfg.maxBodyBytes, "max-request-bytes", 0, "largest HTTP request body accepted (0: room for the largest upload)")
 	f.DurationVar(&cfg.shutdownWait, "shutdown-timeout", 60*time.Second, "how long shutdown waits for owned sandboxes to be destroyed")
 	f.DurationVar(&cfg.providerTimeout, "provider-timeout", sandbox.DefaultRequestTimeout, "longest a tool call waits for the provider, all its requests together (control plane, and in-sandbox calls without a bound of their own)")
@@ -404,7 +414,7 @@ func runServe(ctx context.Context, cfg serveConfig, getenv func(string) string, 
 	if instance == "" {
 		instance = strings.TrimSpace(getenv(serveInstanceEnv))
 	}
-	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg), Instance: instance, OwnerLease: cfg.ownerLease}, &server.Options{Version: serveVersion()})
+	srv, err := server.New(&server.Deps{Platform: platform, Logger: logger, Secrets: secrets, Limits: serveLimits(cfg), Instance: instance, OwnerLease: cfg.ownerLease, OwnSandboxesOnly: cfg.ownOnly}, &server.Options{Version: serveVersion()})
 	if err != nil {
 		return err
 	}
