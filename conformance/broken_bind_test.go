@@ -13,6 +13,7 @@ import (
 func bindBrokenVariants() []brokenVariant {
 	return []brokenVariant{
 		{"transfer-url-across-principals", FamilyHandles, "signs a transfer URL for the principal that holds the sandbox, whoever asks", transferURLAcrossPrincipals},
+		{"principal-cap-per-session", FamilyCleanup, "counts the declared per-principal sandbox cap per session instead of per principal", principalCapPerSession},
 		{"own-sandboxes-only-ignored", FamilyHandles, "declares --own-sandboxes-only but reaches external IDs as without it", ownSandboxesOnlyIgnored},
 	}
 }
@@ -22,6 +23,7 @@ func bindBrokenVariants() []brokenVariant {
 var bindFocusedSpecs = map[string][]string{
 	"transfer-url-across-principals": {"handles.transfer-url-bound-to-principal@2026-07-28"},
 	"own-sandboxes-only-ignored":     {"handles.own-sandboxes-only@2026-07-28"},
+	"principal-cap-per-session":      {"cleanup.principal-sandbox-cap"},
 }
 
 // transferURLAcrossPrincipals answers an upload_file or download_file
@@ -63,4 +65,13 @@ func transferURLAcrossPrincipals() *breakage {
 // not hold to it (HANDLE-6): its confined server reaches external IDs.
 func ownSandboxesOnlyIgnored() *breakage {
 	return &breakage{deps: func(d *server.Deps) { d.OwnSandboxesOnly = false }}
+}
+
+// principalCapPerSession is a server that holds its declared cap of live
+// sandboxes per principal (QUOTA-4) to each session alone: a principal
+// with several sessions and requests passes it.
+func principalCapPerSession() *breakage {
+	return &breakage{deps: func(d *server.Deps) {
+		d.Limits.SandboxesPerSession, d.Limits.SandboxesPerPrincipal = d.Limits.SandboxesPerPrincipal, 0
+	}}
 }

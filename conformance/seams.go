@@ -46,8 +46,8 @@ type breakage struct {
 	// the protocol specs' endpoint, of the HTTP shutdown spec's server and
 	// of the session cap specs' servers (capsServer).
 	handler func(http.Handler) http.Handler
-	// deps, when set, edits the dependencies of the in-process server the
-	// own-sandboxes spec starts with its option declared (confinedServer).
+	// deps, when set, edits the dependencies of the in-process servers
+	// that specs start with a policy the kit declares (declaredServer).
 	deps func(*server.Deps)
 	// onShutdown runs when the kit shuts an in-process server down
 	// (cleanup.shutdown, cleanup.shutdown-answers-http-calls), before the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
+	"github.com/sandboxkit/sandboxkit/server"
 )
 
 // confinedOptional says where the own-sandboxes spec applies: the kit
@@ -66,17 +67,33 @@ func specOwnSandboxesOnly() Spec {
 // none.
 func confinedSession(ctx context.Context, tc *TestContext) *Session {
 	ginkgo.GinkgoHelper()
-	ct, ok := tc.run.target.(confinedTarget)
+	ds := declaredEndpoint(tc, "--own-sandboxes-only", func(d *server.Deps) { d.OwnSandboxesOnly = true })
+	return declaredSession(ctx, tc, ds, 0, tc.era.version())
+}
+
+// declaredEndpoint starts the target's server with the policy declare
+// sets (flag names it), or skips the spec where the target cannot declare
+// one of its own.
+func declaredEndpoint(tc *TestContext, flag string, declare func(*server.Deps)) *declaredServer {
+	ginkgo.GinkgoHelper()
+	dt, ok := tc.run.target.(declaredTarget)
 	if !ok {
-		ginkgo.Skip(NotApplicablePrefix + ": the kit declares --own-sandboxes-only only for the in-process reference server")
+		ginkgo.Skip(NotApplicablePrefix + ": the kit declares " + flag + " only for the in-process reference server")
 	}
-	endpoint, hc, stop, err := ct.confinedServer()
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server confined to own sandboxes")
-	ginkgo.DeferCleanup(stop)
+	ds, err := dt.declaredServer(declare)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with %s", flag)
+	ginkgo.DeferCleanup(ds.stop)
+	return ds
+}
+
+// declaredSession opens a connection at version with ds as the kit's
+// principal 0 or 1.
+func declaredSession(ctx context.Context, tc *TestContext, ds *declaredServer, principal int, version string) *Session {
+	ginkgo.GinkgoHelper()
 	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
 	defer cancel()
-	conn, err := connectHTTPWith(cctx, endpoint, hc, tc.era.version())
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the confined server")
+	conn, err := connectHTTPWith(cctx, ds.endpoint, ds.client(principal), version)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the kit's declared server as principal %d", principal+1)
 	s := &Session{tc: tc, conn: conn}
 	tc.track(s)
 	return s

@@ -54,7 +54,7 @@ func ownersSpecs() []Spec {
 			"client's newcomer gets in, and the session closed for it is one of the largest holder's",
 		Optional: capsOptional,
 		Body:     specEvictionFromLargestHolder,
-	}}
+	}, specPrincipalSandboxCap()}
 }
 
 // capsOptional says where the eviction specs apply: the kit declares the

@@ -333,7 +333,7 @@ func admitCreate(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 		return nil, &ToolError{Category: sandbox.RateLimited, Code: codeTooManyCreates,
 			Recovery: "this caller has " + itoa(limit) + " creates in flight, its limit: retry once one has finished"}
 	}
-	if err := checkLive(ctx, deps, sess.reg, principal, opts); err != nil {
+	if err := checkLive(ctx, deps, sess.reg, principal, opts); err != nil { // QUOTA-4
 		done()
 		return nil, err
 	}

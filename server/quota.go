@@ -31,7 +31,7 @@ func checkLive(ctx context.Context, d *Deps, r *registry, principal string, opts
 	if err != nil {
 		return fmt.Errorf("count the live sandboxes of a principal: %w", err)
 	}
-	if live := others + owned + leased; live >= limit {
+	if live := others + owned + leased; live >= limit { // QUOTA-4: every session and request of the principal counted together
 		return &ToolError{Category: sandbox.RateLimited, Code: codeTooManySandboxes,
 			Recovery: "this caller has " + itoa(limit) + " live sandboxes, its limit: kill one with kill_sandbox first"}
 	}
