@@ -14,6 +14,7 @@ func bindBrokenVariants() []brokenVariant {
 	return []brokenVariant{
 		{"transfer-url-across-principals", FamilyHandles, "signs a transfer URL for the principal that holds the sandbox, whoever asks", transferURLAcrossPrincipals},
 		{"principal-cap-per-session", FamilyCleanup, "counts the declared per-principal sandbox cap per session instead of per principal", principalCapPerSession},
+		{sweepsLiveSibling, FamilyCleanup, "sweeps its instance at every start, though another process of it still serves", stdioOnly},
 		{"own-sandboxes-only-ignored", FamilyHandles, "declares --own-sandboxes-only but reaches external IDs as without it", ownSandboxesOnlyIgnored},
 	}
 }
@@ -24,6 +25,7 @@ var bindFocusedSpecs = map[string][]string{
 	"transfer-url-across-principals": {"handles.transfer-url-bound-to-principal@2026-07-28"},
 	"own-sandboxes-only-ignored":     {"handles.own-sandboxes-only@2026-07-28"},
 	"principal-cap-per-session":      {"cleanup.principal-sandbox-cap"},
+	sweepsLiveSibling:                {"cleanup.crash-live-sibling-spared"},
 }
 
 // transferURLAcrossPrincipals answers an upload_file or download_file

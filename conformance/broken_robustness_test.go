@@ -81,12 +81,15 @@ const (
 	sweepCorrect      = "correct"
 	sweepsEveryListed = "sweeps-every-listed"
 	sweepsSwappedTags = "sweeps-swapped-tags"
+	// sweepsLiveSibling sweeps at every start, whether or not another
+	// process of the instance still serves.
+	sweepsLiveSibling = "sweeps-live-sibling"
 	// shutdownCutsStdioCalls is a stdio variant too: the kit signals it.
 	shutdownCutsStdioCalls = "shutdown-cuts-stdio-calls"
 )
 
 // stdioHarnessSpecs are the specs the unbroken stdio harness must pass.
-const stdioHarnessSpecs = "cleanup.crash-restart-sweeps || cleanup.shutdown-answers-stdio-calls"
+const stdioHarnessSpecs = "cleanup.crash-restart-sweeps || cleanup.crash-live-sibling-spared || cleanup.shutdown-answers-stdio-calls"
 
 // stdioOnly is the in-process breakage of a stdio variant: none.
 func stdioOnly() *breakage { return &breakage{} }
@@ -96,7 +99,7 @@ func stdioOnly() *breakage { return &breakage{} }
 // its stdio server command.
 func variantConfig(name string) *Config {
 	cfg := NewConfig()
-	if name == sweepsEveryListed || name == sweepsSwappedTags || name == sweepCorrect || name == shutdownCutsStdioCalls {
+	if name == sweepsEveryListed || name == sweepsSwappedTags || name == sweepsLiveSibling || name == sweepCorrect || name == shutdownCutsStdioCalls {
 		cfg.ServerCommand = []string{os.Args[0]}
 		cfg.ServerEnv = []string{sweepServerEnv + "=" + name}
 		// The reference server sweeps before it serves: a third of the
@@ -131,7 +134,16 @@ func serveSweepForTests(variant string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
 	if instance != "" {
-		_, _ = srv.SweepPrevious(ctx) // SESSION-4
+		// SESSION-4: only where no live process of the instance runs,
+		// unless the variant ignores liveness.
+		lock, sweep, share := holdTestInstance(instance)
+		if lock != nil {
+			defer lock.Close()
+		}
+		if sweep || variant == sweepsLiveSibling {
+			_, _ = srv.SweepPrevious(ctx)
+		}
+		share()
 	}
 	if variant == shutdownCutsStdioCalls {
 		context.AfterFunc(ctx, func() { _ = os.Stdout.Close() })

@@ -37,7 +37,44 @@ func crashSpecs() []Spec {
 		Optional: "kills and restarts the server process: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL",
 		Process:  true,
 		Body:     specCrashRestartSweeps,
+	}, {
+		ID:    "cleanup.crash-live-sibling-spared",
+		Rules: []string{"SESSION-4"},
+		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
+		Title: "a second server command started with the same " + InstanceEnv + " while the first still serves destroys nothing of the " +
+			"first's: its sandboxes live, untouched, and the first's next calls on them succeed",
+		Optional: "starts a second process of the server: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL",
+		Process:  true,
+		Body:     specCrashLiveSiblingSpared,
 	}}
+}
+
+// specCrashLiveSiblingSpared starts a second process under a live one's
+// instance ID, as an MCP client does that sets the ID for every chat
+// window, or probes the server on each connect (SESSION-4: a start sweeps
+// only what dead processes left). The sibling has finished starting, start
+// sweep included, once it answers a call.
+func specCrashLiveSiblingSpared(ctx context.Context, tc *TestContext) {
+	st, ok := tc.target.(*stdioTarget)
+	if !ok {
+		ginkgo.Skip("the live-sibling spec needs a stdio server command (--server-cmd without --server-url; in-process, the reference server's command, which sandboxkit conform gives: RunOptions.ProcessCommand): the kit starts a second process of it")
+	}
+	instance := crashInstance()
+	first, _ := crashConnect(ctx, tc, st, instance)
+	first.mustRun(ctx, "")
+	implicit := tc.ExpectSuccess(first.Call(ctx, "get_sandbox", map[string]any{})).String("sandbox_id")
+	explicit := first.mustCreate(ctx, nil)
+
+	sibling, _ := crashConnect(ctx, tc, st, instance)
+	sibling.mustRun(ctx, "")
+	// A sweep may go on after the sibling answers: let the provider
+	// traffic settle before judging what it spared.
+	tc.settle(ctx)
+	for _, id := range []string{implicit, explicit} {
+		tc.expectUntouched(id, "after a second process started with the first's "+InstanceEnv)
+	}
+	first.mustRun(ctx, "")
+	first.mustRun(ctx, explicit)
 }
 
 func specCrashRestartSweeps(ctx context.Context, tc *TestContext) {
