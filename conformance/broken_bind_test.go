@@ -1,7 +1,12 @@
 package conformance
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -14,6 +19,7 @@ func bindBrokenVariants() []brokenVariant {
 	return []brokenVariant{
 		{"transfer-url-across-principals", FamilyHandles, "signs a transfer URL for the principal that holds the sandbox, whoever asks", transferURLAcrossPrincipals},
 		{"principal-cap-per-session", FamilyCleanup, "counts the declared per-principal sandbox cap per session instead of per principal", principalCapPerSession},
+		{"session-sandbox-unbound", FamilyHandles, "creates a 2025 session's sandboxes without their principal, so another principal reaches them by ID", sessionSandboxUnbound},
 		{sweepsLiveSibling, FamilyCleanup, "sweeps its instance at every start, though another process of it still serves", stdioOnly},
 		{"own-sandboxes-only-ignored", FamilyHandles, "declares --own-sandboxes-only but reaches external IDs as without it", ownSandboxesOnlyIgnored},
 	}
@@ -26,6 +32,7 @@ var bindFocusedSpecs = map[string][]string{
 	"own-sandboxes-only-ignored":     {"handles.own-sandboxes-only@2026-07-28"},
 	"principal-cap-per-session":      {"cleanup.principal-sandbox-cap"},
 	sweepsLiveSibling:                {"cleanup.crash-live-sibling-spared"},
+	"session-sandbox-unbound":        {"handles.session-sandbox-bound-to-principal@2026-07-28"},
 }
 
 // transferURLAcrossPrincipals answers an upload_file or download_file
@@ -75,5 +82,35 @@ func ownSandboxesOnlyIgnored() *breakage {
 func principalCapPerSession() *breakage {
 	return &breakage{deps: func(d *server.Deps) {
 		d.Limits.SandboxesPerSession, d.Limits.SandboxesPerPrincipal = d.Limits.SandboxesPerPrincipal, 0
+	}}
+}
+
+// sessionSandboxUnbound drops the session's principal from the metadata
+// of every create, as the reference server did before it bound a 2025
+// session's sandboxes (HANDLE-1): they read as external.
+func sessionSandboxUnbound() *breakage {
+	return &breakage{transport: func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/sandboxes") || r.Body == nil {
+				return rt.RoundTrip(r)
+			}
+			data, err := io.ReadAll(r.Body)
+			_ = r.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			var body map[string]any
+			if json.Unmarshal(data, &body) == nil {
+				if md, ok := body["metadata"].(map[string]any); ok {
+					delete(md, server.SessionPrincipalTagKey)
+					data, _ = json.Marshal(body)
+				}
+			}
+			r = r.Clone(r.Context())
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			r.ContentLength = int64(len(data))
+			r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil }
+			return rt.RoundTrip(r)
+		})
 	}}
 }

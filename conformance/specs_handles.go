@@ -25,6 +25,7 @@ func handleSpecs() []Spec {
 		specHandlesBoundToPrincipal(),
 		specSessionBoundToPrincipal(),
 		specTransferURLBoundToPrincipal(),
+		specSessionSandboxBoundToPrincipal(),
 		specOwnSandboxesOnly(),
 	}
 }

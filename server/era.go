@@ -73,6 +73,12 @@ const (
 	LeaseTagKey = "sandboxkit_lease"
 	// PrincipalTagKey holds the principal that created the sandbox.
 	PrincipalTagKey = "sandboxkit_principal"
+	// SessionPrincipalTagKey holds the principal of the 2025 session that
+	// owns a sandbox (beside [InstanceTagKey]): another principal reaching
+	// it by ID gets not_found (HANDLE-1). It is not [PrincipalTagKey], which
+	// marks what a principal's list_sandboxes lists and its lease count
+	// counts (leased sandboxes only).
+	SessionPrincipalTagKey = "sandboxkit_session_principal"
 )
 
 // modernCall is the state of one modern request: its principal, nothing
@@ -205,13 +211,17 @@ func (b *leaseBook) lookup(ctx context.Context, d *Deps, principal, id string) (
 }
 
 // foreignTo reports whether a sandbox with this record is not principal's
-// to reach: another principal's leased sandbox (HANDLE-1), or, on a server
-// confined to own sandboxes, any sandbox without a lease (HANDLE-6: an
-// external ID, or one a 2025 session owns, which its session reaches
+// to reach: another principal's leased sandbox, or one a 2025 session of
+// another principal owns (HANDLE-1); on a server confined to own
+// sandboxes, also any other sandbox without a lease (HANDLE-6: an external
+// ID, or one another 2025 session owns; the owning session reaches its own
 // through its own record before asking).
 func (l *leaseRecord) foreignTo(d *Deps, principal string) bool {
-	if l.policy > 0 {
-		return l.principal != principal
+	if l.policy > 0 || l.principal != "" {
+		if l.principal != principal {
+			return true // another principal's lease, or its session's sandbox
+		}
+		return l.policy == 0 && d.OwnSandboxesOnly // HANDLE-6: another session's
 	}
 	return d.OwnSandboxesOnly
 }
@@ -221,7 +231,7 @@ func (l *leaseRecord) foreignTo(d *Deps, principal string) bool {
 func recordFrom(md map[string]string) *leaseRecord {
 	secs, err := strconv.ParseInt(md[LeaseTagKey], 10, 64)
 	if err != nil || secs <= 0 || secs > int64(sandbox.MaxTimeout/time.Second) {
-		return &leaseRecord{}
+		return &leaseRecord{principal: md[SessionPrincipalTagKey]} // no lease; a session's, or external
 	}
 	return &leaseRecord{policy: time.Duration(secs) * time.Second, principal: md[PrincipalTagKey]}
 }
@@ -327,7 +337,7 @@ func createLeased(ctx context.Context, d *Deps, sess *session, opts *sandbox.Cre
 }
 
 // guardForeign keeps a legacy session from reaching a sandbox that a modern
-// request of another principal created (HANDLE-1). Only a server with
+// request, or a legacy session, of another principal created (HANDLE-1). Only a server with
 // bearer tokens has more than one principal: a session of the local
 // principal (stdio, tokenless loopback) makes no extra platform call.
 func guardForeign(ctx context.Context, d *Deps, sess *session, id string) error {

@@ -279,7 +279,8 @@ func createOwned(ctx context.Context, deps *Deps, sess *session, opts *sandbox.C
 	}
 	defer done()
 	tag := createTagValue()
-	opts.Metadata = deps.own.createMetadata(sess.seq, tag) // ownership: instance, boot, session
+	opts.Metadata = deps.own.createMetadata(sess.seq, tag)   // ownership: instance, boot, session
+	opts.Metadata[SessionPrincipalTagKey] = sess.principal() // HANDLE-1: bound to the session's principal
 	requested := opts.Timeout
 	opts.Timeout = deps.own.createTimeout(requested) // at most the owner lease
 	h, err := deps.Platform.Create(context.WithoutCancel(ctx), opts)

@@ -169,7 +169,8 @@ and list_sandboxes lists only the principal's 2026-07-28 sandboxes.
 Ownership and crashes. Every sandbox the server creates carries platform
 metadata naming its owner: sandboxkit_instance (the --instance ID, or
 $SANDBOXKIT_INSTANCE), sandboxkit_boot (this life of the process) and
-sandboxkit_session; each sandbox's ID is logged when it is created and
+sandboxkit_session (and the session's principal,
+sandboxkit_session_principal); each sandbox's ID is logged when it is created and
 destroyed. After kill -9 nothing runs the close-time destroys: give each
 replica a stable instance ID (the name its orchestrator gives it) and the
 replica started again under that ID destroys, before it serves, every
