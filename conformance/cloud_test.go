@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -95,8 +96,10 @@ func serveStdioForTests() int {
 }
 
 // serveHTTPForTests serves the reference server over Streamable HTTP on
-// addr, with the bearer token of $SANDBOXKIT_TEST_HTTP_TOKEN, until SIGTERM
-// or SIGINT; then it destroys its sessions' sandboxes and exits.
+// addr, with the bearer token of $SANDBOXKIT_TEST_HTTP_TOKEN (or, with
+// $SANDBOXKIT_TEST_HTTP_MAX_SESSIONS, anonymous at that session cap),
+// until SIGTERM or SIGINT; then it destroys its sessions' sandboxes and
+// exits.
 func serveHTTPForTests(addr string) int {
 	token := os.Getenv(httpTokenEnv)
 	srv, logger, err := testServer("sandboxkit-reference-http", token)
@@ -110,7 +113,11 @@ func serveHTTPForTests(addr string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	hs := srv.HTTPServer(&server.HTTPOptions{Token: token})
+	o := &server.HTTPOptions{Token: token}
+	if limit, err := strconv.Atoi(os.Getenv(httpCapsEnv)); err == nil {
+		o = &server.HTTPOptions{MaxSessions: limit, ClientIPHeader: forwardedFor}
+	}
+	hs := srv.HTTPServer(o)
 	go func() { _ = hs.Serve(ln) }()
 	<-ctx.Done()
 	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -93,12 +93,11 @@ type Config struct {
 	// dead process owned (spec cleanup.crash-restart-sweeps). Zero gives
 	// [DefaultCrashBound]; at most [MaxCrashBound].
 	CrashBound time.Duration
-	// SessionSandboxCap is the cap the server under test declares on the
-	// sandboxes one session may own at once (QUOTA-1; the reference
-	// server: serve --sandboxes-per-session). Zero means none declared
-	// (spec cleanup.session-sandbox-cap is skipped), except for the
-	// in-process reference server, whose default the kit knows.
-	SessionSandboxCap int
+	// Policies are what the server under test declares about itself: its
+	// strict-message policy and its limits, which the WIRE and QUOTA rules
+	// bind only where declared. The in-process reference server's own are
+	// known; zero fields declare nothing.
+	Policies Policies
 	// IdleTimeout is how long the server under test keeps a Streamable HTTP
 	// session that receives no request before it closes it and destroys
 	// its sandboxes (the reference server: serve --session-timeout). The
@@ -136,12 +135,6 @@ type Config struct {
 	// for tests, which must not contend for the fixed ports). Zero: where
 	// e2b 1.x looks.
 	E2B1DebugAddrs fakeprovider.DebugAddrs
-	// StrictMessages says the server declares a strict-message policy, so
-	// the WIRE rules bind it (contract section 14): a WIRE spec's failure
-	// is a failure. Without it a server is held to them only in-process
-	// (the reference server declares the policy); for any other the kit
-	// reports what it saw as not applicable.
-	StrictMessages bool
 	// FakeDaemon, when set, builds every fake sandbox's daemon in place of
 	// the in-memory one ([fakeprovider.Options.NewDaemon]), for example
 	// [fakeprovider.NamespaceDaemon]'s real Linux sandboxes.

@@ -21,16 +21,14 @@ func cleanupEndSpecs() []Spec {
 			Optional: "needs a Streamable HTTP session whose idle timeout the kit knows: skipped for a stdio server command",
 			Body:     specIdleTimeout,
 		},
-		{
+		signalsServer(Spec{
 			ID:    "cleanup.shutdown",
 			Rules: []string{"SESSION-1"},
 			Tools: []string{"create_sandbox", "run_command"},
 			Title: "shutting the server down (Server.Shutdown in-process, SIGTERM for a server command) destroys every " +
 				"sandbox its session owned, once, and leaves the external sandbox it used alone",
-			Optional: "shuts the server down: skipped for a server URL, which serves the other specs too",
-			Process:  true, // SIGTERM to a process, where the run can start one
-			Body:     specShutdown,
-		},
+			Body: specShutdown,
+		}),
 	}
 }
 

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -42,7 +44,7 @@ func ownersSpecs() []Spec {
 		ID:    "cleanup.eviction-spares-busy-session",
 		Rules: []string{"QUOTA-2"},
 		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
-		Title: "at a server's cap of 2 HTTP sessions, a newcomer never closes the session with a run_command in flight, " +
+		Title: "at a server's cap of HTTP sessions (2 at the kit's own), a newcomer never closes the session with a run_command in flight, " +
 			"though its call began before the other session's last one: the call is answered and its session goes on serving",
 		Optional: capsOptional,
 		Body:     specEvictionSparesBusySession,
@@ -50,50 +52,100 @@ func ownersSpecs() []Spec {
 		ID:    "cleanup.eviction-from-largest-holder",
 		Rules: []string{"QUOTA-3"},
 		Tools: []string{"create_sandbox", "get_sandbox"},
-		Title: "at a server's cap of 4 HTTP sessions with none idle, 3 held by one client and 1 by another, a third " +
+		Title: "at a server's cap of HTTP sessions (4 at the kit's own) with none idle, all but 1 held by one client and 1 by another, a third " +
 			"client's newcomer gets in, and the session closed for it is one of the largest holder's",
 		Optional: capsOptional,
 		Body:     specEvictionFromLargestHolder,
 	}, specPrincipalSandboxCap()}
 }
 
-// capsOptional says where the eviction specs apply: the kit declares the
-// session caps itself.
-const capsOptional = "serves a reference server of its own over HTTP with the small session caps it declares: " +
-	"runs only against the in-process reference server"
+// capsOptional says where the eviction specs apply: where the kit knows
+// the session caps.
+const capsOptional = "needs a server at session caps the kit knows: the in-process reference server " +
+	"(the kit serves one of its own with small caps), or a server URL that declares its cap (--max-sessions)"
 
-// The session caps of the eviction specs' servers.
+// The session caps of the eviction specs' own servers.
 const (
 	busyEvictionCap = 2
 	fairEvictionCap = 4
-	// fairEvictionLarge is how many sessions the largest holder has.
-	fairEvictionLarge = 3
 )
 
-// capsEndpoint starts the target's server with the session caps o, or
-// skips the spec where the target cannot declare caps of its own.
-func capsEndpoint(tc *TestContext, o server.HTTPOptions) (string, func()) {
-	ginkgo.GinkgoHelper()
-	ct, ok := tc.run.target.(capsTarget)
-	if !ok {
-		ginkgo.Skip("the eviction specs need a server whose session caps the kit declares: the in-process reference server")
-	}
-	endpoint, stop, err := ct.capsServer(o)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with small session caps")
-	return endpoint, stop
+// capsServer is a server at the session caps an eviction spec needs.
+type capsServer struct {
+	endpoint string
+	// headers go with every request: the user's, to a server URL.
+	headers map[string]string
+	// limit is the cap on live sessions in force.
+	limit int
+	// own says the kit serves the server for the spec alone, so that every
+	// session it holds is the spec's.
+	own  bool
+	stop func()
 }
 
-// capsSession opens a Streamable HTTP session with endpoint as the client
-// at address client (sent in X-Forwarded-For; "" sends none).
-func capsSession(ctx context.Context, tc *TestContext, endpoint, client string) (*Session, error) {
+// capsEndpoint starts the target's server with the session caps o (o's
+// MaxSessions is the cap), or takes the server URL at the cap its user
+// declares ([Policies.MaxSessions]; with the client address header when o
+// names one), or skips the spec where the kit knows no cap.
+func capsEndpoint(tc *TestContext, o server.HTTPOptions) capsServer {
+	ginkgo.GinkgoHelper()
+	if ct, ok := tc.run.target.(capsTarget); ok {
+		endpoint, stop, err := ct.capsServer(o)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with small session caps")
+		return capsServer{endpoint: endpoint, limit: o.MaxSessions, own: true, stop: stop}
+	}
+	p := tc.Config.declared()
+	switch {
+	case tc.Config.Kind() != TargetHTTP || p.MaxSessions <= 0:
+		ginkgo.Skip("the eviction specs need a server at session caps the kit knows: " +
+			"the in-process reference server, or a server URL with --max-sessions")
+	case o.ClientIPHeader != "" && !strings.EqualFold(p.ClientIPHeader, o.ClientIPHeader):
+		ginkgo.Skip("this spec sends its clients' addresses in " + o.ClientIPHeader +
+			": declare that the server trusts it (--client-ip-header " + o.ClientIPHeader + ")")
+	case o.ClientIPHeader != "" && hasHeader(tc.Config.Headers, "Authorization"):
+		// QUOTA-3: a caller with a token is counted by its principal.
+		ginkgo.Skip("this spec's clients are anonymous, told apart by address: with the Authorization header the kit sends, they would be one principal")
+	}
+	return capsServer{endpoint: tc.Config.ServerURL, headers: tc.Config.Headers, limit: p.MaxSessions, stop: func() {}}
+}
+
+// expect fails the spec with the message unless ok, at the kit's own
+// server; at a server URL it skips instead: sessions the kit did not open
+// may fill the declared cap there, and the kit cannot tell.
+func (cs capsServer) expect(ok bool, format string, args ...any) {
+	ginkgo.GinkgoHelper()
+	if ok {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	if cs.own {
+		ginkgo.Fail(msg)
+	}
+	ginkgo.Skip("the server may hold sessions the kit did not open, at its declared cap: " + msg)
+}
+
+// hasHeader says whether headers hold name, in any case.
+func hasHeader(headers map[string]string, name string) bool {
+	for k := range headers {
+		if strings.EqualFold(k, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// capsSession opens a Streamable HTTP session with cs as the client at
+// address client (sent in X-Forwarded-For; "" sends none).
+func capsSession(ctx context.Context, tc *TestContext, cs capsServer, client string) (*Session, error) {
 	headers := map[string]string{}
+	maps.Copy(headers, cs.headers)
 	if client != "" {
 		headers[forwardedFor] = client
 	}
 	hc := &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
 	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
 	defer cancel()
-	conn, err := connectHTTPWith(cctx, endpoint, hc, ProtocolVersion)
+	conn, err := connectHTTPWith(cctx, cs.endpoint, hc, ProtocolVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -106,19 +158,43 @@ func capsSession(ctx context.Context, tc *TestContext, endpoint, client string) 
 // client's address, as behind a reverse proxy (--client-ip-header).
 const forwardedFor = "X-Forwarded-For"
 
-// specEvictionSparesBusySession fills a cap of two sessions, holds one
-// session's run_command at the provider, then uses the other after that
+// capsFill opens n sessions with cs as the client at address client,
+// each owning a sandbox of its own: the sessions and their sandboxes' IDs,
+// in order. held is how many sessions the spec holds already.
+func capsFill(ctx context.Context, tc *TestContext, cs capsServer, n, held int, client string) ([]*Session, []string) {
+	ginkgo.GinkgoHelper()
+	sessions, ids := make([]*Session, 0, n), make([]string, 0, n)
+	for range n {
+		s, err := capsSession(ctx, tc, cs, client)
+		cs.expect(err == nil, "session %d of a cap of %d was refused: %v", held+len(sessions)+1, cs.limit, err)
+		sessions, ids = append(sessions, s), append(ids, s.mustCreate(ctx, nil))
+	}
+	return sessions, ids
+}
+
+// capsServing checks that each of the spec's sessions still serves (its
+// sandbox, of the same index in ids, is there), as a session the server
+// closed below its cap would not.
+func capsServing(ctx context.Context, tc *TestContext, cs capsServer, sessions []*Session, ids []string) {
+	ginkgo.GinkgoHelper()
+	for i, s := range sessions {
+		r := s.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": ids[i]})
+		cs.expect(r.Err == nil, "below the cap of %d, session %d of the spec's was closed: %v", cs.limit, i+1, r.Err)
+		tc.ExpectSuccess(r)
+	}
+}
+
+// specEvictionSparesBusySession fills the session cap, holds the first
+// session's run_command at the provider, then uses the others after that
 // call began: a server that took a call in flight for idleness would pick
 // the busy session as idle the longest (QUOTA-2).
 func specEvictionSparesBusySession(ctx context.Context, tc *TestContext) {
 	// Any session without a call in flight is idle enough to give way.
-	endpoint, stop := capsEndpoint(tc, server.HTTPOptions{MaxSessions: busyEvictionCap, EvictIdle: time.Nanosecond})
-	defer stop()
-	busy, err := capsSession(ctx, tc, endpoint, "")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open the first session")
-	other, err := capsSession(ctx, tc, endpoint, "")
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open the second session, at the cap of %d", busyEvictionCap)
-	busyID, otherID := busy.mustCreate(ctx, nil), other.mustCreate(ctx, nil)
+	cs := capsEndpoint(tc, server.HTTPOptions{MaxSessions: busyEvictionCap, EvictIdle: time.Nanosecond})
+	defer cs.stop()
+	sessions, ids := capsFill(ctx, tc, cs, cs.limit, 0, "")
+	capsServing(ctx, tc, cs, sessions, ids)
+	busy, busyID := sessions[0], ids[0]
 
 	hang := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpProcessStart, SandboxID: busyID, Hang: true})
 	defer hang.Clear()
@@ -129,22 +205,27 @@ func specEvictionSparesBusySession(ctx context.Context, tc *TestContext) {
 		answer <- busy.Call(ctx, "run_command", map[string]any{"command": "echo in flight", "sandbox_id": busyID})
 	}()
 	held := tc.WaitFor(ctx, 5*time.Second, func() bool { return hang.InFlight() == 1 })
-	gomega.Expect(held).To(gomega.BeTrue(), "the run_command never reached the provider")
-	tc.ExpectSuccess(other.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": otherID}))
+	if !held {
+		select {
+		case r := <-answer:
+			cs.expect(r.Err == nil, "below the cap of %d, the spec's first session was closed: %v", cs.limit, r.Err)
+			ginkgo.Fail("the run_command was answered without reaching the provider: " + truncate(r.JSON, 300))
+		default:
+			ginkgo.Fail("the run_command never reached the provider")
+		}
+	}
+	capsServing(ctx, tc, cs, sessions[1:], ids[1:])
 
-	newcomer, err := capsSession(ctx, tc, endpoint, "")
+	newcomer, err := capsSession(ctx, tc, cs, "")
 	if err != nil {
 		ginkgo.AddReportEntry("newcomer at the cap", "refused: "+truncate(err.Error(), 200))
 	} else {
 		// A server at its cap that lets a newcomer in has closed a
-		// session: wait until one of the two has gone (its sandbox
-		// destroyed), so the busy call is released only after that.
+		// session: wait until one has gone (its sandbox destroyed), so
+		// the busy call is released only after that.
 		ginkgo.AddReportEntry("newcomer at the cap", "admitted")
-		evicted := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
-			live := liveIDs(tc)
-			return !slices.Contains(live, busyID) || !slices.Contains(live, otherID)
-		})
-		gomega.Expect(evicted).To(gomega.BeTrue(), "a newcomer got in at the cap of %d, and neither session was closed", busyEvictionCap)
+		evicted := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool { return len(newIDs(liveIDs(tc), ids)) > 0 })
+		cs.expect(evicted, "a newcomer got in at the cap of %d, and no session was closed", cs.limit)
 		newcomer.mustCreate(ctx, nil)
 	}
 	hang.Release()
@@ -162,42 +243,41 @@ func specEvictionSparesBusySession(ctx context.Context, tc *TestContext) {
 	gomega.Expect(r.IsError).To(gomega.BeFalse(), "the session whose call was in flight when a newcomer came lost its sandbox (QUOTA-2): %s", truncate(r.JSON, 300))
 }
 
-// specEvictionFromLargestHolder fills a cap of four sessions, three of
-// client A's and one of B's, none idle long enough to give way; client C's
-// newcomer must get in, at the cost of one of A's (QUOTA-3).
+// specEvictionFromLargestHolder fills the session cap (4 at the kit's own
+// server) with all but one of client A's sessions and one of B's, none
+// idle long enough to give way; client C's newcomer must get in, at the
+// cost of one of A's (QUOTA-3).
 func specEvictionFromLargestHolder(ctx context.Context, tc *TestContext) {
-	endpoint, stop := capsEndpoint(tc, server.HTTPOptions{MaxSessions: fairEvictionCap, EvictIdle: time.Hour, ClientIPHeader: forwardedFor})
-	defer stop()
-	const clientA, clientB, clientC = "192.0.2.1", "192.0.2.2", "192.0.2.3"
-	var largest []string
-	for i := range fairEvictionLarge {
-		s, err := capsSession(ctx, tc, endpoint, clientA)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open client A's session %d", i+1)
-		largest = append(largest, s.mustCreate(ctx, nil))
+	cs := capsEndpoint(tc, server.HTTPOptions{MaxSessions: fairEvictionCap, EvictIdle: time.Hour, ClientIPHeader: forwardedFor})
+	defer cs.stop()
+	if cs.limit < 3 {
+		ginkgo.Skip(fmt.Sprintf("a declared cap of %d sessions leaves no client holding more than another: it takes 3", cs.limit))
 	}
-	small, err := capsSession(ctx, tc, endpoint, clientB)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "open client B's session, at the cap of %d", fairEvictionCap)
-	smallID := small.mustCreate(ctx, nil)
+	const clientA, clientB, clientC = "192.0.2.1", "192.0.2.2", "192.0.2.3"
+	large := cs.limit - 1
+	larges, largest := capsFill(ctx, tc, cs, large, 0, clientA)
+	smalls, smallIDs := capsFill(ctx, tc, cs, 1, large, clientB)
+	capsServing(ctx, tc, cs, append(larges, smalls...), append(slices.Clone(largest), smallIDs...))
 
-	newcomer, err := capsSession(ctx, tc, endpoint, clientC)
+	newcomer, err := capsSession(ctx, tc, cs, clientC)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "client C was refused at the cap of %d while client A held %d sessions: "+
-		"a few busy clients lock the rest out (QUOTA-3)", fairEvictionCap, fairEvictionLarge)
+		"a few busy clients lock the rest out (QUOTA-3)", cs.limit, large)
 	newcomer.mustCreate(ctx, nil)
-	held := append([]string{smallID}, largest...)
+	held := append(smallIDs, largest...)
 	var gone []string
 	evicted := tc.WaitFor(ctx, tc.Config.SettleTimeout, func() bool {
 		gone = newIDs(liveIDs(tc), held)
 		return len(gone) > 0
 	})
-	gomega.Expect(evicted).To(gomega.BeTrue(), "client C got in at the cap of %d, and no session was closed", fairEvictionCap)
-	gomega.Expect(gone).NotTo(gomega.ContainElement(smallID), "the session closed for client C's newcomer was client B's, which held 1 session while client A held %d (QUOTA-3)", fairEvictionLarge)
+	cs.expect(evicted, "client C got in at the cap of %d, and no session was closed", cs.limit)
+	gomega.Expect(gone).NotTo(gomega.ContainElement(smallIDs[0]), "the session closed for client C's newcomer was client B's, which held 1 session while client A held %d (QUOTA-3)", large)
 	gomega.Expect(gone).To(gomega.HaveLen(1), "client C's one session closed %d sessions: %s", len(gone), strings.Join(gone, ", "))
-	tc.ExpectSuccess(small.Call(ctx, "get_sandbox", map[string]any{"sandbox_id": smallID}))
+	tc.ExpectSuccess(smalls[0].Call(ctx, "get_sandbox", map[string]any{"sandbox_id": smallIDs[0]}))
 }
 
 func specSessionSandboxCap(ctx context.Context, tc *TestContext) {
-	limit, ok := tc.Config.sessionSandboxCap()
-	if !ok {
+	limit := tc.Config.declared().SandboxesPerSession
+	if limit <= 0 {
 		ginkgo.Skip("the server declares no per-session sandbox cap the kit knows")
 	}
 	s := tc.Connect(ctx)

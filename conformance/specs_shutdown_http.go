@@ -29,16 +29,25 @@ func shutdownHTTPSpecs() []Spec {
 			"(a result or a JSON-RPC error, never a cut stream), then destroys every sandbox the sessions owned, once",
 		Optional: "shuts down a server it serves over HTTP itself: runs only against the in-process reference server",
 		Body:     specShutdownAnswersHTTPCalls,
-	}, {
+	}, signalsServer(Spec{
 		ID:    "cleanup.shutdown-answers-stdio-calls",
 		Rules: []string{"SESSION-1"},
 		Tools: []string{"create_sandbox", "run_command"},
 		Title: "sending SIGTERM to a stdio server with calls in flight answers every call " +
 			"(a result or a JSON-RPC error, never stdout closed without it), then destroys every sandbox the session owned, once",
-		Optional: "signals the server process: runs for a stdio server command (the default run starts one), skipped for a URL",
-		Process:  true, // SIGTERM to a process, where the run can start one
-		Body:     specShutdownAnswersStdioCalls,
-	}}
+		Body: specShutdownAnswersStdioCalls,
+	})}
+}
+
+// signalsServer marks s as a spec that shuts the server down with SIGTERM:
+// it runs against a process the kit starts, where the run can start one
+// (Process), and, since a server URL serves the other specs too and is
+// never shut down, it is left out of the required lists (Optional).
+func signalsServer(s Spec) Spec {
+	s.Process = true
+	s.Optional = "shuts the server down (SIGTERM to a process the kit starts; the default run starts one): " +
+		"skipped for a server URL, which serves the other specs too"
+	return s
 }
 
 func specShutdownAnswersHTTPCalls(ctx context.Context, tc *TestContext) {

@@ -144,7 +144,7 @@ func checkBadFrames(ctx context.Context, tc *TestContext, frames []badFrame) {
 	if !ok {
 		ginkgo.Skip(NotApplicablePrefix + ": needs raw messages, which the kit sends in-process, to a server command or to a server URL")
 	}
-	if _, inProcess := tc.run.target.(*inProcessTarget); inProcess || tc.Config.StrictMessages {
+	if tc.Config.declared().StrictMessages {
 		sendBadFrames(ctx, tc, ft, frames, func(check func()) { check() })
 		return
 	}

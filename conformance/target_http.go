@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 )
 
 // httpTarget is a Streamable HTTP endpoint, started by the kit from
@@ -24,7 +26,7 @@ type httpTarget struct {
 	// settle is the run's settle time: how long a server gets to destroy
 	// its sandboxes against a real provider.
 	settle time.Duration
-	log    lockedBuffer
+	log    syncbuf.Buffer
 	cmd    *exec.Cmd
 }
 

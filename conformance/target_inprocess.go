@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -28,7 +29,7 @@ type inProcessTarget struct {
 	// deadline, when not zero, is the provider deadline the server gets
 	// (request and file timeouts): fake modes only.
 	deadline time.Duration
-	log      lockedBuffer
+	log      syncbuf.Buffer
 	srv      *server.Server
 	ctx      context.Context
 	stopctx  context.CancelFunc

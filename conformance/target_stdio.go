@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 )
 
 // stdioTarget starts the server command once per session (a stdio server
@@ -24,7 +26,7 @@ type stdioTarget struct {
 	// settle is the run's settle time: how long a server gets to destroy
 	// its sandboxes against a real provider.
 	settle time.Duration
-	log    lockedBuffer
+	log    syncbuf.Buffer
 
 	mu      sync.Mutex
 	started []*stdioTransport // the processes started since the spec began

@@ -144,16 +144,12 @@ func (p *Provider) findSnapshotLocked(ref string) *snapshotRecord {
 // environment), each one a result of its own: a sandbox, or an error such
 // as the concurrency limit's 429. A killed or unknown source is 404.
 func (p *Provider) handleFork(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.pathID(w, r)
-	if !ok {
-		return
-	}
 	var body struct {
 		Timeout *int64 `json:"timeout"`
 		Count   *int64 `json:"count"`
 	}
-	if err := decodeOptionalJSON(r, &body); err != nil {
-		p.parseError(w, r, err)
+	id, ok := p.pathIDBody(w, r, &body)
+	if !ok {
 		return
 	}
 	timeout, msg := p.forkTimeout(body.Timeout)
@@ -203,20 +199,13 @@ func (p *Provider) forkTimeout(t *int64) (time.Duration, string) {
 // record (not stored), or the reply that refuses the fork.
 func (p *Provider) forkSource(id string) (*snapshotRecord, reply) {
 	var src *snapshotRecord
-	var rep reply
 	var daemon Daemon
-	p.update(func(now time.Time) []Daemon {
-		s := p.sandboxes[id]
-		switch {
-		case s == nil || !s.state.visible():
-			rep = notFound(id)
-		case s.state != StateRunning:
-			rep = reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox '%s' cannot be forked while in '%s' state", id, s.state)}
-		default:
-			src = p.snapshotOfLocked(s, now)
-			daemon = s.daemon
+	rep := p.onVisible(id, func(s *sandboxRecord, now time.Time) (reply, []Daemon) {
+		if s.state != StateRunning {
+			return reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox '%s' cannot be forked while in '%s' state", id, s.state)}, nil
 		}
-		return nil
+		src, daemon = p.snapshotOfLocked(s, now), s.daemon
+		return reply{}, nil
 	})
 	if src != nil {
 		if im, ok := daemon.(imager); ok {
@@ -420,31 +409,19 @@ type networkUpdateJSON struct {
 // changed when sent. 204. The rules are stored, not applied (the fake has
 // no network).
 func (p *Provider) handleUpdateNetwork(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.pathID(w, r)
+	var body networkUpdateJSON
+	id, ok := p.pathIDBody(w, r, &body)
 	if !ok {
 		return
 	}
-	var body networkUpdateJSON
-	if err := decodeOptionalJSON(r, &body); err != nil {
-		p.parseError(w, r, err)
-		return
-	}
-	var rep reply
-	p.update(func(time.Time) []Daemon {
-		s := p.sandboxes[id]
-		if s == nil || !s.state.visible() {
-			rep = notFound(id)
-			return nil
-		}
+	p.write(w, r, p.onVisible(id, func(s *sandboxRecord, _ time.Time) (reply, []Daemon) {
 		s.network = mergeNetwork(s.network, body)
 		if body.AllowInternetAccess != nil {
 			v := *body.AllowInternetAccess
 			s.allowInternetAccess = &v
 		}
-		rep = reply{status: http.StatusNoContent}
-		return nil
-	})
-	p.write(w, r, rep)
+		return reply{status: http.StatusNoContent}, nil
+	}))
 }
 
 // mergeNetwork replaces the egress fields of a stored network config and

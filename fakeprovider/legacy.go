@@ -44,16 +44,12 @@ func (p *Provider) registerLegacyRoutes(mux *http.ServeMux) {
 // sandbox resumes as connect resumes it (201 Sandbox); a running one is
 // 409 "Sandbox <id> is already running".
 func (p *Provider) handleResume(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.pathID(w, r)
-	if !ok {
-		return
-	}
 	var body struct {
 		Timeout   *int64 `json:"timeout"`
 		AutoPause *bool  `json:"autoPause"`
 	}
-	if err := decodeOptionalJSON(r, &body); err != nil {
-		p.parseError(w, r, err)
+	id, ok := p.pathIDBody(w, r, &body)
+	if !ok {
 		return
 	}
 	timeout := int64(DefaultCreateTimeout / time.Second)
@@ -77,36 +73,26 @@ func (p *Provider) handleResume(w http.ResponseWriter, r *http.Request) {
 // in seconds, at least and by default 15; infra handlers/sandbox_refresh.go):
 // the sandbox lives at least that long from now, never shorter. 204.
 func (p *Provider) handleRefresh(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.pathID(w, r)
-	if !ok {
-		return
-	}
 	var body struct {
 		Duration *int64 `json:"duration"`
 	}
-	if err := decodeOptionalJSON(r, &body); err != nil {
-		p.parseError(w, r, err)
+	id, ok := p.pathIDBody(w, r, &body)
+	if !ok {
 		return
 	}
 	d := minRefresh
 	if body.Duration != nil {
 		d = max(time.Duration(*body.Duration)*time.Second, minRefresh)
 	}
-	var rep reply
-	p.update(func(now time.Time) []Daemon {
-		s := p.sandboxes[id]
-		switch {
-		case s == nil || !s.state.visible() || s.state == StatePaused:
-			rep = notFound(id)
-		default:
-			if end := p.clampEnd(s, now, d); end.After(s.endAt) {
-				s.endAt = end
-			}
-			rep = reply{status: http.StatusNoContent}
+	p.write(w, r, p.onVisible(id, func(s *sandboxRecord, now time.Time) (reply, []Daemon) {
+		if s.state == StatePaused {
+			return notFound(id), nil
 		}
-		return nil
-	})
-	p.write(w, r, rep)
+		if end := p.clampEnd(s, now, d); end.After(s.endAt) {
+			s.endAt = end
+		}
+		return reply{status: http.StatusNoContent}, nil
+	}))
 }
 
 // handleLogs serves GET /sandboxes/{sandboxID}/logs (SandboxLogs: logs and
@@ -118,19 +104,12 @@ func (p *Provider) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v2 := strings.HasPrefix(r.URL.Path, "/v2/")
-	var rep reply
-	p.update(func(time.Time) []Daemon {
-		switch s := p.sandboxes[id]; {
-		case s == nil || !s.state.visible():
-			rep = notFound(id)
-		case v2:
-			rep = reply{status: http.StatusOK, body: map[string][]any{"logs": {}}}
-		default:
-			rep = reply{status: http.StatusOK, body: map[string][]any{"logs": {}, "logEntries": {}}}
+	p.write(w, r, p.onVisible(id, func(*sandboxRecord, time.Time) (reply, []Daemon) {
+		if v2 {
+			return reply{status: http.StatusOK, body: map[string][]any{"logs": {}}}, nil
 		}
-		return nil
-	})
-	p.write(w, r, rep)
+		return reply{status: http.StatusOK, body: map[string][]any{"logs": {}, "logEntries": {}}}, nil
+	}))
 }
 
 // handleSandboxesMetrics serves GET /sandboxes/metrics?sandbox_ids=a,b

@@ -14,35 +14,23 @@ import (
 // SandboxApi.pause). The body ({"memory": bool}) is optional; the fake's
 // pause always keeps the daemon's state.
 func (p *Provider) handlePause(w http.ResponseWriter, r *http.Request) {
-	id, ok := p.pathID(w, r)
+	var body pauseBody
+	id, ok := p.pathIDBody(w, r, &body)
 	if !ok {
 		return
 	}
-	var body pauseBody
-	if err := decodeOptionalJSON(r, &body); err != nil {
-		p.parseError(w, r, err)
-		return
-	}
-	var rep reply
-	p.update(func(now time.Time) []Daemon {
-		s := p.sandboxes[id]
-		switch {
-		case s == nil || !s.state.visible():
-			rep = notFound(id)
-		case s.state != StateRunning:
+	p.write(w, r, p.onVisible(id, func(s *sandboxRecord, now time.Time) (reply, []Daemon) {
+		if s.state != StateRunning {
 			// e2b-dev/infra packages/api/internal/handlers/sandbox_pause.go.
-			rep = reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox '%s' cannot be paused while in '%s' state", id, s.state)}
-		default:
-			s.state = StatePaused
-			s.endAt = now // a paused sandbox reports its pause time as endAt
-			// SandboxPauseRequest.memory false: a filesystem-only snapshot,
-			// so the resume cold-boots (Python SDK sandbox_sync/main.py pause).
-			s.coldResume = body.Memory != nil && !*body.Memory
-			rep = reply{status: http.StatusNoContent}
+			return reply{status: http.StatusConflict, msg: fmt.Sprintf("Sandbox '%s' cannot be paused while in '%s' state", id, s.state)}, nil
 		}
-		return nil
-	})
-	p.write(w, r, rep)
+		s.state = StatePaused
+		s.endAt = now // a paused sandbox reports its pause time as endAt
+		// SandboxPauseRequest.memory false: a filesystem-only snapshot,
+		// so the resume cold-boots (Python SDK sandbox_sync/main.py pause).
+		s.coldResume = body.Memory != nil && !*body.Memory
+		return reply{status: http.StatusNoContent}, nil
+	}))
 }
 
 // metricsInterval is how often the fake pretends to sample a sandbox.
@@ -72,13 +60,7 @@ func (p *Provider) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		t := time.Unix(n, 0)
 		bounds[i] = &t
 	}
-	var rep reply
-	p.update(func(now time.Time) []Daemon {
-		s := p.sandboxes[id]
-		if s == nil || !s.state.visible() {
-			rep = notFound(id)
-			return nil
-		}
+	p.write(w, r, p.onVisible(id, func(s *sandboxRecord, now time.Time) (reply, []Daemon) {
 		last := now
 		if s.state != StateRunning {
 			last = s.endAt
@@ -93,10 +75,8 @@ func (p *Provider) handleMetrics(w http.ResponseWriter, r *http.Request) {
 		if len(out) > 100 {
 			out = slices.Clone(out[len(out)-100:])
 		}
-		rep = reply{status: http.StatusOK, body: out}
-		return nil
-	})
-	p.write(w, r, rep)
+		return reply{status: http.StatusOK, body: out}, nil
+	}))
 }
 
 // metricAt is s's sample at t.

@@ -73,6 +73,39 @@ func (p *Provider) pathID(w http.ResponseWriter, r *http.Request) (string, bool)
 	return id, true
 }
 
+// pathIDBody reads the sandbox ID of the request's path and its optional
+// JSON body into body: the prologue of a handler of one sandbox. On a bad
+// ID or body it has written the error, and returns false.
+func (p *Provider) pathIDBody(w http.ResponseWriter, r *http.Request, body any) (string, bool) {
+	id, ok := p.pathID(w, r)
+	if !ok {
+		return "", false
+	}
+	if err := decodeOptionalJSON(r, body); err != nil {
+		p.parseError(w, r, err)
+		return "", false
+	}
+	return id, true
+}
+
+// onVisible runs f on sandbox id under the provider's lock, as update
+// does, and returns f's reply; a sandbox unknown or no longer visible is
+// 404 without f.
+func (p *Provider) onVisible(id string, f func(s *sandboxRecord, now time.Time) (reply, []Daemon)) reply {
+	var rep reply
+	p.update(func(now time.Time) []Daemon {
+		s := p.sandboxes[id]
+		if s == nil || !s.state.visible() {
+			rep = notFound(id)
+			return nil
+		}
+		var stop []Daemon
+		rep, stop = f(s, now)
+		return stop
+	})
+	return rep
+}
+
 // clampEnd returns now+d, capped at s's maximum lifetime.
 func (p *Provider) clampEnd(s *sandboxRecord, now time.Time, d time.Duration) time.Time {
 	end := now.Add(d)
@@ -300,17 +333,9 @@ func (p *Provider) handleGet(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var rep reply
-	p.update(func(time.Time) []Daemon {
-		s := p.sandboxes[id]
-		if s == nil || !s.state.visible() {
-			rep = notFound(id)
-			return nil
-		}
-		rep = reply{status: http.StatusOK, body: s.withOmissions(s.detailJSON())}
-		return nil
-	})
-	p.write(w, r, rep)
+	p.write(w, r, p.onVisible(id, func(s *sandboxRecord, _ time.Time) (reply, []Daemon) {
+		return reply{status: http.StatusOK, body: s.withOmissions(s.detailJSON())}, nil
+	}))
 }
 
 // handleKill serves DELETE /sandboxes/{sandboxID}.
@@ -319,17 +344,9 @@ func (p *Provider) handleKill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var rep reply
-	p.update(func(time.Time) []Daemon {
-		s := p.sandboxes[id]
-		if s == nil || !s.state.visible() {
-			rep = notFound(id)
-			return nil
-		}
-		rep = reply{status: http.StatusNoContent}
-		return p.removeLocked(s)
-	})
-	p.write(w, r, rep)
+	p.write(w, r, p.onVisible(id, func(s *sandboxRecord, _ time.Time) (reply, []Daemon) {
+		return reply{status: http.StatusNoContent}, p.removeLocked(s)
+	}))
 }
 
 // handleSetTimeout serves POST /sandboxes/{sandboxID}/timeout.

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -29,7 +30,7 @@ type fuzzFixture struct {
 	names []string
 	cs    *mcp.ClientSession
 	ss    *mcp.ServerSession
-	logs  *syncBuffer
+	logs  *syncbuf.Buffer
 }
 
 func newFuzzFixture(tb testing.TB) *fuzzFixture {
@@ -39,7 +40,7 @@ func newFuzzFixture(tb testing.TB) *fuzzFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	srv, err := New(&Deps{Platform: p, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
 		Limits: Limits{DestroyRetryFor: -1}, Secrets: []string{fp.APIKey()}}, nil)
 	if err != nil {

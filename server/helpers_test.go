@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/internal/fakeenvd"
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -28,25 +28,7 @@ type harness struct {
 	t    *testing.T
 	fp   *fakeprovider.Provider
 	srv  *Server
-	logs *syncBuffer
-}
-
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	logs *syncbuf.Buffer
 }
 
 type harnessOptions struct {
@@ -100,7 +82,7 @@ func newHarness(t *testing.T, o *harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := New(&Deps{Platform: p, Logger: logger, Limits: o.limits, Now: o.now, OwnSandboxesOnly: o.ownOnly, Secrets: SecretsFromEnv(p, func(k string) string { return env[k] })}, nil)
 	if err != nil {

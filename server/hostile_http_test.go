@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -340,7 +341,7 @@ func TestRefusedConnectionIsNoLostCreate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	srv, err := New(&Deps{Platform: p, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Limits: Limits{DestroyRetryFor: 300 * time.Millisecond}}, nil)
 	if err != nil {
@@ -348,7 +349,7 @@ func TestRefusedConnectionIsNoLostCreate(t *testing.T) {
 	}
 	in := stdioInit + "\n" + stdioInitialized + "\n" +
 		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"create_sandbox","arguments":{}}}` + "\n"
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := srv.Run(ctx, &lineTransport{r: strings.NewReader(in), w: &out, maxLine: 1 << 20}); err != nil {

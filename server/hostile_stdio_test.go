@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -22,7 +23,7 @@ const (
 // with a line bound of maxLine and returns every line written, parsed.
 func runLines(t *testing.T, h *harness, input string, maxLine int) []map[string]any {
 	t.Helper()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := h.srv.Run(ctx, &lineTransport{r: strings.NewReader(input), w: &out, maxLine: maxLine}); err != nil {
@@ -164,7 +165,7 @@ func TestStdioHugeLine(t *testing.T) {
 		io.LimitReader(neverEnding('a'), 100<<20),
 		strings.NewReader(`"}}`+"\n"+`{"jsonrpc":"2.0","id":6,"method":"ping"}`+"\n"),
 	)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := h.srv.Run(ctx, &lineTransport{r: huge, w: &out, maxLine: 1 << 20}); err != nil {
@@ -220,20 +221,49 @@ func (b neverEnding) Read(p []byte) (int, error) {
 // blocked.
 func TestStdioStopsWhileInputIsOpen(t *testing.T) {
 	h := newHarness(t, nil)
+	p := startPipeSession(t, h)
+	p.write(t, stdioInit+"\n")
+	waitFor(t, "initialize answered", func() bool { return strings.Contains(p.out.String(), `"id":1,"result"`) })
+	p.stop(t, "with input still open")
+}
+
+// pipeSession is a stdio session of a harness's server on a pipe that
+// stays open until the test ends: its input never ends by itself.
+type pipeSession struct {
+	in     *io.PipeWriter
+	out    syncbuf.Buffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startPipeSession serves h's server on the stdio transport, reading what
+// the test writes, until stop.
+func startPipeSession(t *testing.T, h *harness) *pipeSession {
 	pr, pw := io.Pipe()
-	defer pw.Close()
-	var out syncBuffer
+	t.Cleanup(func() { _ = pw.Close() })
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.srv.Run(ctx, &lineTransport{r: pr, w: &out, maxLine: 1 << 20}) }()
-	if _, err := io.WriteString(pw, stdioInit+"\n"); err != nil {
+	t.Cleanup(cancel)
+	p := &pipeSession{in: pw, cancel: cancel, done: make(chan error, 1)}
+	go func() { p.done <- h.srv.Run(ctx, &lineTransport{r: pr, w: &p.out, maxLine: 1 << 20}) }()
+	return p
+}
+
+// write sends lines to the session.
+func (p *pipeSession) write(t *testing.T, lines string) {
+	t.Helper()
+	if _, err := io.WriteString(p.in, lines); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "initialize answered", func() bool { return strings.Contains(out.String(), `"id":1,"result"`) })
-	cancel()
+}
+
+// stop cancels the session, as SIGTERM does, and fails the test unless
+// its Run returns within hangGuard.
+func (p *pipeSession) stop(t *testing.T, while string) {
+	t.Helper()
+	p.cancel()
 	select {
-	case <-done:
+	case <-p.done:
 	case <-time.After(hangGuard):
-		t.Fatal("Run did not return after cancellation with input still open")
+		t.Fatal("Run did not return after cancellation " + while)
 	}
 }

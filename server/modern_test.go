@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -151,7 +152,7 @@ func (h *harness) replica() *harness {
 		defer cancel()
 		_ = srv.Shutdown(ctx)
 	})
-	return &harness{t: h.t, fp: h.fp, srv: srv, logs: &syncBuffer{}}
+	return &harness{t: h.t, fp: h.fp, srv: srv, logs: &syncbuf.Buffer{}}
 }
 
 // LEASE-3: neither the end of the request or connection, nor a legacy

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 )
 
 // dexEnv names the Dex binary .ci/run builds from tools/dex (a module of
@@ -93,7 +95,7 @@ staticPasswords:
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "serve", path)
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -134,17 +136,7 @@ func (d *dex) token(t *testing.T, client, user string) string {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(client, client+"-secret")
 	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var tok struct {
-		AccessToken string `json:"access_token"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("dex token endpoint: %d %v", resp.StatusCode, err)
-	}
-	return tok.AccessToken
+	return accessToken(t, "dex token endpoint", resp, err)
 }
 
 // jwtSubject reads a JWT's "sub" without verifying it: the test's own

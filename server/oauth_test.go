@@ -69,6 +69,14 @@ func issueToken(t *testing.T, m *mockoidc.MockOIDC, subject string) string {
 		"grant_type": {"authorization_code"}, "code": {loc.Query().Get("code")},
 		"client_id": {m.ClientID}, "client_secret": {m.ClientSecret}, "redirect_uri": {"http://127.0.0.1/cb"},
 	})
+	return accessToken(t, "token endpoint", resp, err)
+}
+
+// accessToken reads the access token of a token endpoint's answer (RFC
+// 6749 §5.1), failing the test when the request failed (err) or the
+// answer holds none. what names the endpoint in the failure.
+func accessToken(t *testing.T, what string, resp *http.Response, err error) string {
+	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +85,7 @@ func issueToken(t *testing.T, m *mockoidc.MockOIDC, subject string) string {
 		AccessToken string `json:"access_token"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
-		t.Fatalf("token endpoint: %d %v", resp.StatusCode, err)
+		t.Fatalf("%s: %d %v", what, resp.StatusCode, err)
 	}
 	return tok.AccessToken
 }

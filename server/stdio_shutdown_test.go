@@ -1,11 +1,8 @@
 package server
 
 import (
-	"context"
-	"io"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -17,30 +14,17 @@ import (
 // session created is destroyed.
 func TestStdioShutdownAnswersCallsInFlight(t *testing.T) {
 	h := newHarness(t, nil)
-	pr, pw := io.Pipe()
-	defer pw.Close()
-	var out syncBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.srv.Run(ctx, &lineTransport{r: pr, w: &out, maxLine: 1 << 20}) }()
+	p := startPipeSession(t, h)
 	// run_command creates the default sandbox, then hangs starting the
 	// process (create itself is not cancellable: it would leak).
 	hang := h.fp.InjectFault(fakeprovider.Fault{Op: sandbox.OpProcessStart, Hang: true})
 	defer hang.Clear()
-	in := stdioInit + "\n" + stdioInitialized + "\n" +
-		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo in flight"}}}` + "\n"
-	if _, err := io.WriteString(pw, in); err != nil {
-		t.Fatal(err)
-	}
+	p.write(t, stdioInit+"\n"+stdioInitialized+"\n"+
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"run_command","arguments":{"command":"echo in flight"}}}`+"\n")
 	waitFor(t, "run_command reaches the provider", func() bool { return hang.InFlight() == 1 })
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(hangGuard):
-		t.Fatal("Run did not return after cancellation")
-	}
-	if !strings.Contains(out.String(), `"id":2,`) {
-		t.Errorf("the call in flight at cancellation was never answered (SESSION-1); output:\n%s", out.String())
+	p.stop(t, "with a call in flight")
+	if !strings.Contains(p.out.String(), `"id":2,`) {
+		t.Errorf("the call in flight at cancellation was never answered (SESSION-1); output:\n%s", p.out.String())
 	}
 	waitFor(t, "the session's sandbox destroyed", func() bool { return h.fp.LiveCount() == 0 })
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 )
 
 // httpClient returns a client with its own transport, closed at the end of
@@ -247,7 +248,7 @@ func cleanEnv() []string {
 // creates and uses a sandbox, then ends at end of input; the process
 // destroys the sandbox before it exits.
 func testStdioBinary(t *testing.T, bin string) {
-	var stderr syncBuffer
+	var stderr syncbuf.Buffer
 	cmd := exec.Command(bin, "serve", "--fake", "--log-level", "debug")
 	cmd.Env = cleanEnv()
 	cmd.Stderr = &stderr

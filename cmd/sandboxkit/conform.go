@@ -24,8 +24,8 @@ type conformFlags struct {
 	serverURL   string
 	headers     []string
 	secondToken string
-	// strictMessages: the server declares a strict-message policy (WIRE rules).
-	strictMessages bool
+	// serverPolicies: what the server declares (conform_policies.go).
+	serverPolicies conformance.Policies
 	fakeAddr       string
 	fakeAPIKey     string
 	toolMap        string
@@ -223,7 +223,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.StringArrayVar(&f.serverEnv, "server-env", nil, "KEY=value added to the server command's environment (repeatable)")
 	fl.StringVar(&f.serverURL, "server-url", "", "Streamable HTTP endpoint of the server under test")
 	fl.StringArrayVar(&f.headers, "header", nil, `"Name: value" header sent to --server-url (repeatable)`)
-	fl.BoolVar(&f.strictMessages, "strict-messages", false, "the server declares a strict-message policy: hold it to the WIRE rules (malformed JSON-RPC refused with -32700/-32600, and it keeps serving); without it their failures read as not applicable, with what the kit saw (in-process the reference server always declares it)")
+	addPolicyFlags(fl, &f.serverPolicies)
 	fl.StringVar(&f.secondToken, "second-token-file", "", "file holding the bearer token of a second principal of --server-url (HANDLE-1: one principal's handles are not_found to the other; HANDLE-4: nor does its session ID reach the other's session); the first is --header's Authorization")
 	f.exec.add(fl)
 	fl.StringVar(&f.fakeAddr, "fake-addr", "127.0.0.1:0", "loopback address of the fake provider for servers in other processes")
@@ -346,7 +346,7 @@ func (f *conformFlags) config() (*conformance.Config, error) {
 	cfg.FakeAddr = f.fakeAddr
 	cfg.FakeAPIKey = f.fakeAPIKey
 	cfg.RequireAll = f.requireAll
-	cfg.StrictMessages = f.strictMessages
+	cfg.Policies = f.serverPolicies
 	cfg.CallTimeout = f.callTimeout
 	cfg.ProviderDeadline = f.deadline
 	cfg.CrashBound = f.crashBound

@@ -8,12 +8,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/oauth2-proxy/mockoidc"
 
+	"github.com/sandboxkit/sandboxkit/internal/syncbuf"
 	"github.com/sandboxkit/sandboxkit/server"
 )
 
@@ -67,7 +67,7 @@ func TestServeOAuthServes(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = issuer.Shutdown() })
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &lockedBuffer{}
+	logs := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	cfg := serveConfig{logLevel: "info", fake: true, transferURLTTL: server.DefaultTransferURLTTL, httpAddr: "127.0.0.1:0", shutdownWait: time.Minute,
 		oauth: serveOAuthConfig{issuer: issuer.Issuer(), audience: issuer.ClientID, resource: "https://mcp.example.test/mcp"}}
@@ -99,22 +99,4 @@ func TestServeOAuthServes(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"authorization_servers":["`+issuer.Issuer()+`"]`) {
 		t.Errorf("metadata %d %s", resp.StatusCode, body)
 	}
-}
-
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
