@@ -26,10 +26,21 @@ const legacyIDFilter = "era-legacy && (delegation || leakage || renewal || lease
 // GET /v2/sandboxes.
 var legacyIDTrueDefects = []string{"delegation.list-delegates", "delegation.list-offset-walks-cursor", "delegation.list-status-filter"}
 
+// legacyResultDefects are the further specs the fixed fork fails when its
+// results pass on the 1.x SDK's "<id>-<clientID>" (-legacy-results), as
+// Python 1.x servers do: the clientID is an account identifier no result
+// may hold (META-4; the kit's fake makes it a canary), and a sandbox_id is
+// returned bare (META-5).
+var legacyResultDefects = []string{
+	"delegation.get-external", "leakage.faults", "leakage.metadata-shape", "leakage.metadata-times-in-utc", "leakage.metadata-unreported",
+}
+
 // legacyIDLookups are specs of legacyIDFilter that find the server's
-// requests in the fake's journal by the bare ID the server returned, while
-// the fixture's client named the sandbox "<id>-<clientID>" on the wire:
-// they pass only when the kit's lookups read both forms as one sandbox.
+// requests in the fake's journal, and its sandboxes in the fake, by the ID
+// the server returned, while the fixture's client named the sandbox
+// "<id>-<clientID>" on the wire (and, with -legacy-results, in its
+// results): they pass only when the kit's lookups read both forms as one
+// sandbox.
 var legacyIDLookups = []string{
 	"delegation.get-owned-refreshes", "renewal.external-never-renewed", "renewal.external-keeps-end-time",
 	"lease.quiet-after-requests", "lease.renewal-bounded", "exec.run-command-streams", "leakage.metadata-shape",
@@ -39,7 +50,10 @@ var legacyIDLookups = []string{
 // the fixture whose client speaks e2b 1.x's wire with legacy
 // "<id>-<clientID>" IDs (internal/fixtures/legacyids), fixed and unfixed.
 // The fixed fork fails exactly its 1.x list's true defects, and the specs
-// that look its legacy-ID requests up in the journal pass. The unfixed one,
+// that look its legacy-ID requests up in the journal pass; with its results
+// naming sandboxes "<id>-<clientID>" too, it fails only the further true
+// defects of that (META-4, META-5), and the lookups still pass. The
+// unfixed one,
 // whose lookup falls back to the sandbox it created last, is caught acting
 // on another sandbox than the call named, and the fixed fork never is.
 func TestKitOnLegacyIDFixture(t *testing.T) {
@@ -69,6 +83,20 @@ func TestKitOnLegacyIDFixture(t *testing.T) {
 	}
 	if strings.Contains(sum, "but its daemon requests went to sandbox") {
 		t.Errorf("the fixed fork was said to act on another sandbox:\n%s", sum)
+	}
+
+	sum, passed = run("-fixed", "-legacy-results")
+	want := slices.Sorted(slices.Values(append(slices.Clone(legacyIDTrueDefects), legacyResultDefects...)))
+	if got := failedSpecs(sum); !slices.Equal(got, want) {
+		t.Errorf("the fixed fork with legacy IDs in its results failed %v\nwant exactly %v", got, want)
+	}
+	for _, id := range legacyIDLookups {
+		if id != "leakage.metadata-shape" && !slices.Contains(passed, id) {
+			t.Errorf("%s did not pass against legacy IDs in results: a lookup missed them", id)
+		}
+	}
+	if !strings.Contains(sum, `holds the secret "canaryclient`) || !strings.Contains(sum, "META-5: get_sandbox names the sandbox asked for with a client suffix") {
+		t.Errorf("the summary does not name the clientID in results (META-4) or the suffixed sandbox_id (META-5):\n%s", sum)
 	}
 
 	sum, _ = run()
