@@ -26,6 +26,7 @@ func (r *runState) banner(all []string) string {
 	fmt.Fprintf(&b, "sandboxkit conformance %s: %s (%s)\n", Version, name, r.cfg.Kind())
 	b.WriteString(r.processBanner())
 	b.WriteString(r.e2b1Line())
+	b.WriteString(r.e2b1SDKLine())
 	var found, mapped, missing []string
 	for _, c := range ContractTools() {
 		switch n := r.cfg.toolName(c); {

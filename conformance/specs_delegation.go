@@ -268,7 +268,11 @@ func specGetExternal(ctx context.Context, tc *TestContext) {
 	tc.Fake.Journal().Reset()
 
 	r := s.mustGet(ctx, ext)
-	gomega.Expect(r.String("sandbox_id")).To(gomega.Equal(ext), "get_sandbox returns the sandbox asked for")
+	got := r.String("sandbox_id")
+	gomega.Expect(fakeprovider.SameSandbox(got, ext)).To(gomega.BeTrue(), "get_sandbox returned sandbox %q, not %q, the one asked for", got, ext)
+	// META-5: the same sandbox, named as e2b 1.x names it (<id>-<clientID>),
+	// is not the bare ID a caller passes back.
+	gomega.Expect(got).To(gomega.Equal(ext), "META-5: get_sandbox names the sandbox asked for with a client suffix, not as its bare ID")
 	gomega.Expect(r.String("status")).To(gomega.Equal("running"))
 	entries := tc.journal()
 	entries.ExpectOps("get_sandbox on an external ID", sandbox.OpGetSandbox)

@@ -3,6 +3,7 @@ package fakeprovider_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
@@ -41,5 +42,22 @@ func TestLegacyIDsNameTheirSandbox(t *testing.T) {
 	}
 	if n := len(f.p.Journal().ForSandbox(id)); n != 2 {
 		t.Fatalf("ForSandbox(short) = %d entries, want 2", n)
+	}
+}
+
+// TestLegacyIDsMoveTheirSandbox: the test-side mutators take the legacy
+// form too (a kit spec sets the end time of the sandbox a 1.x server
+// named <id>-<clientID>; it panicked with "no live sandbox").
+func TestLegacyIDsMoveTheirSandbox(t *testing.T) {
+	f := newFixture(t, nil)
+	sb := f.create(map[string]any{"templateID": "base", "timeout": 60})
+	id := sb["sandboxID"].(string)
+	legacy := id + "-" + sb["clientID"].(string)
+	endAt := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	f.p.SetEndAt(legacy, endAt)
+	f.p.SetState(legacy, fakeprovider.StatePaused)
+	rec, _ := f.p.Sandbox(id)
+	if rec.State != fakeprovider.StatePaused {
+		t.Errorf("SetState(legacy): state %s, want paused", rec.State)
 	}
 }

@@ -149,7 +149,7 @@ func (p *Provider) SetState(id string, state State) {
 	}
 	var found bool
 	p.update(func(now time.Time) []Daemon {
-		s := p.sandboxes[id]
+		s := p.sandboxes[CanonicalSandboxID(id)] // a legacy <id>-<clientID> too
 		if s == nil {
 			return nil
 		}
@@ -170,7 +170,7 @@ func (p *Provider) SetState(id string, state State) {
 func (p *Provider) SetEndAt(id string, endAt time.Time) {
 	var found bool
 	p.update(func(time.Time) []Daemon {
-		if s := p.sandboxes[id]; s != nil {
+		if s := p.sandboxes[CanonicalSandboxID(id)]; s != nil { // a legacy <id>-<clientID> too
 			found = true
 			s.endAt = endAt
 		}
