@@ -233,6 +233,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// (streamable-http.mdx, "Cancellation").
 		PropagateRequestCancellation: true,
 	})
+	fast := newModernFast(s)
 	keys := tokenKeys(o)
 	budget := &byteBudget{size: o.MaxInFlightBytes, wait: o.InFlightWait}
 	if o.MaxInFlightBytes > 0 {
@@ -243,7 +244,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		w, r, done := s.slowClientBounds(w, r, o)
 		defer done()
 		if isModernVersion(r.Header.Get("MCP-Protocol-Version")) {
-			s.serveModern(w, r, o, budget, stateless)
+			s.serveModern(w, r, o, budget, fast, stateless)
 			return
 		}
 		id := r.Header.Get("Mcp-Session-Id")
@@ -347,7 +348,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 // authentication, Host/Origin checks, body caps and in-flight budget as a
 // legacy one. It mints no session ID and counts against no session cap;
 // GET and DELETE get 405 from the stateless handler (TOOLS-4).
-func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptions, budget *byteBudget, stateless http.Handler) {
+func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptions, budget *byteBudget, fast *modernFast, stateless http.Handler) {
 	// A modern request has no session: a session ID it carries is ignored.
 	r.Header.Del("Mcp-Session-Id")
 	if r.Method != http.MethodPost || baseMediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
@@ -365,6 +366,10 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptio
 	r.ContentLength = int64(len(p.body))
 	s.httpCalls.add()
 	defer s.httpCalls.done()
+	// The plain case skips go-sdk's per-request session (era_http.go).
+	if fast.serve(w, r, p.body) {
+		return
+	}
 	stateless.ServeHTTP(w, r)
 }
 
