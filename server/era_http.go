@@ -105,11 +105,11 @@ func (f *modernFast) serve(w http.ResponseWriter, r *http.Request, body []byte) 
 	}
 	// The transport's RequestExtra: the principal travels in the header.
 	req.Extra = &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}
-	resp, ok := c.call(r.Context(), req)
+	resp, data, ok := c.call(r.Context(), req)
 	if !ok {
 		return true // the client went away, or the server is shutting down
 	}
-	writeModernEvent(w, resp)
+	writeModernAnswer(w, resp, data)
 	return true
 }
 
@@ -192,13 +192,21 @@ func acceptsBoth(values []string) bool {
 	return jsonOK && streamOK
 }
 
-// writeModernEvent writes a response as go-sdk's stateless handler does:
-// one SSE "message" event, no event ID (2026-07-28 has no resumption).
-func writeModernEvent(w http.ResponseWriter, data []byte) {
+// writeModernAnswer writes a response as go-sdk's stateless handler does:
+// a protocol-level error (SEP-2575) as a plain JSON body under its HTTP
+// status, anything else as one SSE "message" event without an event ID
+// (2026-07-28 has no resumption).
+func writeModernAnswer(w http.ResponseWriter, resp *jsonrpc.Response, data []byte) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Connection", "keep-alive")
+	if status := modernErrorStatus(resp); status != 0 {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(data)
+		return
+	}
 	var b bytes.Buffer
 	b.Grow(len("event: message\ndata: \n\n") + len(data))
 	b.WriteString("event: message\ndata: ")
@@ -206,6 +214,22 @@ func writeModernEvent(w http.ResponseWriter, data []byte) {
 	b.WriteString("\n\n")
 	_, _ = w.Write(b.Bytes())
 	_ = http.NewResponseController(w).Flush()
+}
+
+// modernErrorStatus is the HTTP status of a protocol-level error answer on
+// 2026-07-28 (SEP-2575), as go-sdk maps it; 0 for any other answer.
+func modernErrorStatus(resp *jsonrpc.Response) int {
+	var jerr *jsonrpc.Error
+	if resp.Error == nil || !errors.As(resp.Error, &jerr) {
+		return 0
+	}
+	switch jerr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
 }
 
 // modernConn is the in-process mcp.Connection of the fast path's session.
@@ -286,15 +310,15 @@ func (c *modernConn) isClosed() bool {
 var errConnClosed = errors.New("modern session closed")
 
 // call hands req to the session under an ID of its own and returns the
-// encoded response under the request's own ID. When ctx ends first (the
+// response, and its encoding, under the request's own ID. When ctx ends first (the
 // client closed the response stream), the call is cancelled
 // (streamable-http.mdx, "Cancellation") and ok is false.
-func (c *modernConn) call(ctx context.Context, req *jsonrpc.Request) (data []byte, ok bool) {
+func (c *modernConn) call(ctx context.Context, req *jsonrpc.Request) (*jsonrpc.Response, []byte, bool) {
 	own := req.ID
 	n := c.next.Add(1)
 	id, err := jsonrpc.MakeID(float64(n))
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	ch := make(chan *jsonrpc.Response, 1)
 	c.mu.Lock()
@@ -303,19 +327,19 @@ func (c *modernConn) call(ctx context.Context, req *jsonrpc.Request) (data []byt
 	req.ID = id
 	if c.send(ctx, req) != nil {
 		c.drop(n)
-		return nil, false
+		return nil, nil, false
 	}
 	select {
 	case resp := <-ch:
 		resp.ID = own
 		data, err := jsonrpc.EncodeMessage(resp)
-		return data, err == nil
+		return resp, data, err == nil
 	case <-ctx.Done():
 		c.drop(n)
 		c.cancel(n)
-		return nil, false
+		return nil, nil, false
 	case <-c.done:
-		return nil, false
+		return nil, nil, false
 	}
 }
 

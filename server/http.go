@@ -144,6 +144,11 @@ type HTTPOptions struct {
 	// call or an idle event stream lasts. Zero means [DefaultWriteTimeout];
 	// negative means no bound.
 	WriteTimeout time.Duration
+
+	// statelessOnly sends every modern request to go-sdk's stateless
+	// handler, bypassing the fast path (era_http.go): for tests that
+	// compare the two.
+	statelessOnly bool
 }
 
 // withDefaults returns a copy of o with defaults filled in.
@@ -367,7 +372,7 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptio
 	s.httpCalls.add()
 	defer s.httpCalls.done()
 	// The plain case skips go-sdk's per-request session (era_http.go).
-	if fast.serve(w, r, p.body) {
+	if !o.statelessOnly && fast.serve(w, r, p.body) {
 		return
 	}
 	stateless.ServeHTTP(w, r)
