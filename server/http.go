@@ -349,7 +349,8 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 }
 
 // serveModern hands a modern request (by its MCP-Protocol-Version header)
-// to the stateless handler of the same *mcp.Server, behind the same
+// to the fast path's long-lived session (the plain case, era_http.go) or
+// else to the stateless handler of the same *mcp.Server, behind the same
 // authentication, Host/Origin checks, body caps and in-flight budget as a
 // legacy one. It mints no session ID and counts against no session cap;
 // GET and DELETE get 405 from the stateless handler (TOOLS-4).
