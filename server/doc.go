@@ -58,4 +58,22 @@
 // The same [Server] serves stdio ([Server.RunStdio]) and Streamable HTTP
 // ([Server.HTTPHandler]) with one *mcp.Server, so tools/list and results are
 // identical over both (TOOLS-2).
+//
+// Modern (2026-07-28) requests over HTTP pass the same front door
+// (authentication, Host/Origin checks, body caps, in-flight budget) and
+// then take one of two go-sdk entry points of that same *mcp.Server. The
+// plain case, one tools/call or tools/list whose headers go-sdk would
+// accept, goes to one long-lived ServerSession over an in-process
+// connection (era_http.go), as on stdio, where one session serves every
+// modern request: go-sdk's stateless handler would build a session per
+// request and decode the body about ten times, which made a modern call
+// cost 1.6 times a legacy one in CPU (BenchmarkEras). That session keeps
+// no request's state (it starts initialized with neutral parameters, and
+// each request's version, capabilities and log level come from its own
+// _meta), mints no session ID, remaps each request's JSON-RPC ID to one of
+// its own and back, and cancels a call whose client closed the response
+// stream. Every other modern request (other methods, batches,
+// notifications, any header mismatch or unknown version) goes to the
+// stateless handler, which answers it; a test compares the two paths'
+// answers byte for byte.
 package server

@@ -144,6 +144,11 @@ type HTTPOptions struct {
 	// call or an idle event stream lasts. Zero means [DefaultWriteTimeout];
 	// negative means no bound.
 	WriteTimeout time.Duration
+
+	// statelessOnly sends every modern request to go-sdk's stateless
+	// handler, bypassing the fast path (era_http.go): for tests that
+	// compare the two.
+	statelessOnly bool
 }
 
 // withDefaults returns a copy of o with defaults filled in.
@@ -233,6 +238,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		// (streamable-http.mdx, "Cancellation").
 		PropagateRequestCancellation: true,
 	})
+	fast := newModernFast(s)
 	keys := tokenKeys(o)
 	budget := &byteBudget{size: o.MaxInFlightBytes, wait: o.InFlightWait}
 	if o.MaxInFlightBytes > 0 {
@@ -243,7 +249,7 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 		w, r, done := s.slowClientBounds(w, r, o)
 		defer done()
 		if isModernVersion(r.Header.Get("MCP-Protocol-Version")) {
-			s.serveModern(w, r, o, budget, stateless)
+			s.serveModern(w, r, o, budget, fast, stateless)
 			return
 		}
 		id := r.Header.Get("Mcp-Session-Id")
@@ -343,11 +349,12 @@ func (s *Server) HTTPHandler(opts *HTTPOptions) http.Handler {
 }
 
 // serveModern hands a modern request (by its MCP-Protocol-Version header)
-// to the stateless handler of the same *mcp.Server, behind the same
+// to the fast path's long-lived session (the plain case, era_http.go) or
+// else to the stateless handler of the same *mcp.Server, behind the same
 // authentication, Host/Origin checks, body caps and in-flight budget as a
 // legacy one. It mints no session ID and counts against no session cap;
 // GET and DELETE get 405 from the stateless handler (TOOLS-4).
-func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptions, budget *byteBudget, stateless http.Handler) {
+func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptions, budget *byteBudget, fast *modernFast, stateless http.Handler) {
 	// A modern request has no session: a session ID it carries is ignored.
 	r.Header.Del("Mcp-Session-Id")
 	if r.Method != http.MethodPost || baseMediaTypeOf(r.Header.Get("Content-Type")) != "application/json" {
@@ -365,6 +372,10 @@ func (s *Server) serveModern(w http.ResponseWriter, r *http.Request, o HTTPOptio
 	r.ContentLength = int64(len(p.body))
 	s.httpCalls.add()
 	defer s.httpCalls.done()
+	// The plain case skips go-sdk's per-request session (era_http.go).
+	if !o.statelessOnly && fast.serve(w, r, p.body) {
+		return
+	}
 	stateless.ServeHTTP(w, r)
 }
 
