@@ -1,6 +1,10 @@
 package conformance
 
-import "github.com/sandboxkit/sandboxkit/server"
+import (
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/server"
+)
 
 // Policies are what a server declares about itself where the contract's
 // rules bind only a server that declares them: a strict-message policy (the
@@ -50,8 +54,19 @@ func (c *Config) declared() Policies {
 	}
 	ref := referencePolicies()
 	p.StrictMessages = p.StrictMessages || ref.StrictMessages
-	if p.SandboxesPerSession == 0 && !c.Cloud {
-		p.SandboxesPerSession = ref.SandboxesPerSession
-	}
+	p.SandboxesPerSession, _ = declaredOr(c, p.SandboxesPerSession, ref.SandboxesPerSession)
 	return p
+}
+
+// declaredOr returns what the server declares of a value, and whether the
+// kit knows it: set, the user's, when not zero; else, for the in-process
+// reference server on the fake (started with it), ref.
+func declaredOr[T int | time.Duration](c *Config, set, ref T) (T, bool) {
+	switch {
+	case set > 0:
+		return set, true
+	case c.Kind() == TargetInProcess && !c.Cloud:
+		return ref, true
+	}
+	return 0, false
 }
