@@ -264,6 +264,9 @@ func (c *Config) Validate() error {
 	if err := validateExpected(c.ExpectedFailures); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Policies.validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.IdleTimeout < 0 || c.IdleTimeout > MaxIdleTimeout {
 		errs = append(errs, fmt.Errorf("idle timeout %v: want 0 (unknown; %v in-process) to %v", c.IdleTimeout, DefaultInProcessIdleTimeout, MaxIdleTimeout))
 	}

@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/server"
@@ -69,4 +70,12 @@ func declaredOr[T int | time.Duration](c *Config, set, ref T) (T, bool) {
 		return ref, true
 	}
 	return 0, false
+}
+
+// validate refuses a negative cap: zero is how a policy is left undeclared.
+func (p Policies) validate() error {
+	if p.SandboxesPerSession < 0 || p.MaxSessions < 0 {
+		return fmt.Errorf("declared caps: sandboxes per session %d, sessions %d: want 0 (none declared) or more", p.SandboxesPerSession, p.MaxSessions)
+	}
+	return nil
 }
