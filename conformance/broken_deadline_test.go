@@ -2,10 +2,7 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The broken variants the deadline specs must catch.
@@ -48,13 +45,4 @@ var abandonsProviderRequests = transportOnly(func(rt http.RoundTripper) http.Rou
 
 // ignoresMaxBytes drops download_file's max_bytes: a download returns up to
 // the default cap whatever the caller asked for.
-var ignoresMaxBytes = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if name, args, ok := toolCall(method, req); ok && name == "download_file" {
-			delete(args, "max_bytes")
-			raw, _ := json.Marshal(args)
-			req.(*mcp.CallToolRequest).Params.Arguments = raw
-		}
-		return next(ctx, method, req)
-	}
-})
+var ignoresMaxBytes = dropsArgument("download_file", "max_bytes")

@@ -15,8 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/sandboxkit/sandboxkit/sandbox"
 	"github.com/sandboxkit/sandboxkit/server"
 )
@@ -50,16 +48,7 @@ var robustnessFocusedSpecs = map[string][]string{
 
 // backgroundIgnoresMaxBytes drops get_background_command's max_bytes: a
 // read returns all the output waiting, up to the default cap (BG-2).
-var backgroundIgnoresMaxBytes = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if name, args, ok := toolCall(method, req); ok && name == "get_background_command" {
-			delete(args, "max_bytes")
-			raw, _ := json.Marshal(args)
-			req.(*mcp.CallToolRequest).Params.Arguments = raw
-		}
-		return next(ctx, method, req)
-	}
-})
+var backgroundIgnoresMaxBytes = dropsArgument("get_background_command", "max_bytes")
 
 // retriesForbidden sends a destroy refused with 403 a second time
 // (SESSION-5: 403 is final).

@@ -151,6 +151,21 @@ func middlewareOnly(mw func(next mcp.MethodHandler) mcp.MethodHandler) func() *b
 	}
 }
 
+// dropsArgument is a variant that removes arg from every call of tool
+// before the server reads it.
+func dropsArgument(tool, arg string) func() *breakage {
+	return middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if name, args, ok := toolCall(method, req); ok && name == tool {
+				delete(args, arg)
+				raw, _ := json.Marshal(args)
+				req.(*mcp.CallToolRequest).Params.Arguments = raw
+			}
+			return next(ctx, method, req)
+		}
+	})
+}
+
 func transportOnly(wrap func(http.RoundTripper) http.RoundTripper) func() *breakage {
 	return func() *breakage { return &breakage{transport: wrap} }
 }
@@ -401,40 +416,35 @@ var corruptsDownload = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHan
 	}
 })
 
-var wrongReadOnlyHint = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-			for _, t := range lt.Tools {
-				if t.Name == "get_sandbox" && t.Annotations != nil {
-					a := *t.Annotations
-					a.ReadOnlyHint = false
-					t.Annotations = &a
-				}
-			}
-		}
-		return res, err
-	}
-})
+// wrongReadOnlyHint writes readOnlyHint false on get_sandbox (TOOLS-1).
+var wrongReadOnlyHint = editsAnnotations("get_sandbox", func(a *mcp.ToolAnnotations) { a.ReadOnlyHint = false })
 
 // runCommandNotDestructive writes destructiveHint false on run_command,
 // which the contract's tool table marks destructive (TOOLS-1).
-var runCommandNotDestructive = middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
-			for _, t := range lt.Tools {
-				if t.Name == "run_command" && t.Annotations != nil {
-					a := *t.Annotations
-					no := false
-					a.DestructiveHint = &no
-					t.Annotations = &a
+var runCommandNotDestructive = editsAnnotations("run_command", func(a *mcp.ToolAnnotations) {
+	no := false
+	a.DestructiveHint = &no
+})
+
+// editsAnnotations is a variant whose tools/list answer carries tool's
+// annotations (a copy) after edit.
+func editsAnnotations(tool string, edit func(*mcp.ToolAnnotations)) func() *breakage {
+	return middlewareOnly(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if lt, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				for _, t := range lt.Tools {
+					if t.Name == tool && t.Annotations != nil {
+						a := *t.Annotations
+						edit(&a)
+						t.Annotations = &a
+					}
 				}
 			}
+			return res, err
 		}
-		return res, err
-	}
-})
+	})
+}
 
 // emptyIDIsDefault reads an explicitly empty sandbox_id as "the default",
 // the VAL-3 defect that only shows once a default exists.

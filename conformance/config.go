@@ -161,13 +161,7 @@ const MaxIdleTimeout = 2 * time.Minute
 // idleTimeout returns the server's idle timeout as the kit knows it, and
 // whether it knows it.
 func (c *Config) idleTimeout() (time.Duration, bool) {
-	switch {
-	case c.IdleTimeout > 0:
-		return c.IdleTimeout, true
-	case c.Kind() == TargetInProcess && !c.Cloud:
-		return DefaultInProcessIdleTimeout, true
-	}
-	return 0, false
+	return declaredOr(c, c.IdleTimeout, DefaultInProcessIdleTimeout)
 }
 
 // DefaultCrashBound is the crash bound when [Config.CrashBound] is zero.
@@ -190,13 +184,7 @@ const MaxProviderDeadline = 40 * time.Second
 // providerDeadline returns the server's provider deadline as the kit knows
 // it, and whether it knows it.
 func (c *Config) providerDeadline() (time.Duration, bool) {
-	switch {
-	case c.ProviderDeadline > 0:
-		return c.ProviderDeadline, true
-	case c.Kind() == TargetInProcess && !c.Cloud:
-		return DefaultInProcessDeadline, true
-	}
-	return 0, false
+	return declaredOr(c, c.ProviderDeadline, DefaultInProcessDeadline)
 }
 
 // NewConfig returns a Config with every default: the in-process reference
@@ -274,6 +262,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := validateExpected(c.ExpectedFailures); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Policies.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.IdleTimeout < 0 || c.IdleTimeout > MaxIdleTimeout {

@@ -1,6 +1,11 @@
 package conformance
 
-import "github.com/sandboxkit/sandboxkit/server"
+import (
+	"fmt"
+	"time"
+
+	"github.com/sandboxkit/sandboxkit/server"
+)
 
 // Policies are what a server declares about itself where the contract's
 // rules bind only a server that declares them: a strict-message policy (the
@@ -50,8 +55,27 @@ func (c *Config) declared() Policies {
 	}
 	ref := referencePolicies()
 	p.StrictMessages = p.StrictMessages || ref.StrictMessages
-	if p.SandboxesPerSession == 0 && !c.Cloud {
-		p.SandboxesPerSession = ref.SandboxesPerSession
-	}
+	p.SandboxesPerSession, _ = declaredOr(c, p.SandboxesPerSession, ref.SandboxesPerSession)
 	return p
+}
+
+// declaredOr returns what the server declares of a value, and whether the
+// kit knows it: set, the user's, when not zero; else, for the in-process
+// reference server on the fake (started with it), ref.
+func declaredOr[T int | time.Duration](c *Config, set, ref T) (T, bool) {
+	switch {
+	case set > 0:
+		return set, true
+	case c.Kind() == TargetInProcess && !c.Cloud:
+		return ref, true
+	}
+	return 0, false
+}
+
+// validate refuses a negative cap: zero is how a policy is left undeclared.
+func (p Policies) validate() error {
+	if p.SandboxesPerSession < 0 || p.MaxSessions < 0 {
+		return fmt.Errorf("declared caps: sandboxes per session %d, sessions %d: want 0 (none declared) or more", p.SandboxesPerSession, p.MaxSessions)
+	}
+	return nil
 }

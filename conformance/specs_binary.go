@@ -75,24 +75,9 @@ func binarySpecs() []Spec {
 			Title: "download_file of a path that does not exist is a tool error of category not_found",
 			Body:  specDownloadMissingNotFound,
 		},
-		{
-			ID: "binary.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
-			Tools: []string{"upload_file", "download_file", "get_sandbox"},
-			Title: "upload_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body:  specBinaryImplicitCreate,
-		},
-		{
-			ID: "binary.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
-			Tools: []string{"create_sandbox", "upload_file", "download_file"},
-			Title: "upload_file and download_file on an owned sandbox renew it to the session's renewal policy before returning",
-			Body:  specBinaryRenewsOwned,
-		},
-		{
-			ID: "binary.external-no-renew", Rules: []string{"RENEW-2"}, NeedsFake: true,
-			Tools: []string{"upload_file", "download_file"},
-			Title: "upload_file and download_file on an external sandbox reach it through connect and never renew it",
-			Body:  specBinaryExternalNoRenew,
-		},
+		implicitCreateSpec("binary.implicit-create", "upload_file", []string{"upload_file", "download_file", "get_sandbox"}, specBinaryImplicitCreate),
+		renewsOwnedSpec("binary.renews-owned", []string{"upload_file", "download_file"}, specBinaryRenewsOwned),
+		externalNoRenewSpec("binary.external-no-renew", []string{"upload_file", "download_file"}, specBinaryExternalNoRenew),
 	}
 }
 

@@ -345,6 +345,24 @@ func boundsDataPlane(tool string, cases func(tc *TestContext) []boundsCase, acce
 	}
 }
 
+// boundsDataPlaneSpec is the bounds spec of a data-plane tool, checked by
+// rule besides the VAL rules: it rejects what rejects says, an empty
+// sandbox_id and undefined arguments without any platform call or
+// implicit sandbox (VAL-3, VAL-4, VAL-6, VAL-7), and accepts the boundary
+// values accepts says (VAL-1, VAL-2; "" when it has none).
+func boundsDataPlaneSpec(tool, rule, rejects, accepts string, body func(context.Context, *TestContext)) Spec {
+	rules := []string{rule}
+	title := tool + " rejects " + rejects + ", an empty sandbox_id and undefined arguments without any platform call or implicit sandbox"
+	if accepts != "" {
+		rules = append(rules, "VAL-1", "VAL-2")
+		title += ", and accepts " + accepts
+	}
+	return Spec{
+		ID: "bounds." + strings.ReplaceAll(tool, "_", "-"), Title: title,
+		Rules: append(rules, "VAL-3", "VAL-4", "VAL-6", "VAL-7"), Tools: []string{tool}, Body: body,
+	}
+}
+
 // boundsLifecycleSpecs are the bounds of the lifecycle tools and create_sandbox.
 func boundsLifecycleSpecs() []Spec {
 	return []Spec{
@@ -491,54 +509,24 @@ func specBoundsCreateSandbox(ctx context.Context, tc *TestContext) {
 // boundsExecFileSpecs are the bounds of the execution and file tools.
 func boundsExecFileSpecs() []Spec {
 	return []Spec{
-		{
-			ID:    "bounds.run-command",
-			Title: "run_command rejects a missing or non-string command, a timeout outside 1-3600, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
-			Rules: []string{"EXEC-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"run_command"},
-			Body:  boundsDataPlane("run_command", runCommandBounds, runCommandEdges),
-		},
-		{
-			ID:    "bounds.run-code",
-			Title: "run_code rejects a missing or non-string code, a language outside python/javascript/bash, a timeout outside 1-3600, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts timeouts 1 and 3600",
-			Rules: []string{"EXEC-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"run_code"},
-			Body:  boundsDataPlane("run_code", runCodeBounds, runCodeEdges),
-		},
-		{
-			ID:    "bounds.read-file",
-			Title: "read_file rejects a missing or non-string path, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			Rules: []string{"FILE-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"read_file"},
-			Body:  boundsDataPlane("read_file", readFileBounds, nil),
-		},
-		{
-			ID:    "bounds.write-file",
-			Title: "write_file rejects a missing or non-string path or content, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			Rules: []string{"FILE-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"write_file"},
-			Body:  boundsDataPlane("write_file", writeFileBounds, nil),
-		},
-		{
-			ID:    "bounds.list-files",
-			Title: "list_files rejects a missing path, a depth outside 1-10 or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts depths 1 and 10",
-			Rules: []string{"FILE-3", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"list_files"},
-			Body:  boundsDataPlane("list_files", listFilesBounds, listFilesEdges),
-		},
+		boundsDataPlaneSpec("run_command", "EXEC-1", "a missing or non-string command, a timeout outside 1-3600, malformed envs",
+			"timeouts 1 and 3600", boundsDataPlane("run_command", runCommandBounds, runCommandEdges)),
+		boundsDataPlaneSpec("run_code", "EXEC-2", "a missing or non-string code, a language outside python/javascript/bash, a timeout outside 1-3600",
+			"timeouts 1 and 3600", boundsDataPlane("run_code", runCodeBounds, runCodeEdges)),
+		boundsDataPlaneSpec("read_file", "FILE-2", "a missing or non-string path",
+			"", boundsDataPlane("read_file", readFileBounds, nil)),
+		boundsDataPlaneSpec("write_file", "FILE-1", "a missing or non-string path or content",
+			"", boundsDataPlane("write_file", writeFileBounds, nil)),
+		boundsDataPlaneSpec("list_files", "FILE-3", "a missing path, a depth outside 1-10 or not an integer",
+			"depths 1 and 10", boundsDataPlane("list_files", listFilesBounds, listFilesEdges)),
 	}
 }
 
 // boundsBackgroundBinarySpecs are the bounds of the background and binary transfer tools.
 func boundsBackgroundBinarySpecs() []Spec {
 	return []Spec{
-		{
-			ID:    "bounds.start-background-command",
-			Title: "start_background_command rejects a missing or non-string command, malformed envs, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			Rules: []string{"BG-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"start_background_command"},
-			Body:  boundsDataPlane("start_background_command", startBackgroundCommandBounds, nil),
-		},
+		boundsDataPlaneSpec("start_background_command", "BG-1", "a missing or non-string command, malformed envs",
+			"", boundsDataPlane("start_background_command", startBackgroundCommandBounds, nil)),
 		{
 			ID:    "bounds.get-background-command",
 			Title: "get_background_command rejects a missing command_id, a max_bytes below 1, above its cap or not an integer, a non-string cursor and undefined arguments without any platform call, and accepts max_bytes 1 and the cap",
@@ -553,20 +541,10 @@ func boundsBackgroundBinarySpecs() []Spec {
 			Tools: []string{"start_background_command", "kill_background_command"},
 			Body:  specBoundsKillBackgroundCommand,
 		},
-		{
-			ID:    "bounds.upload-file",
-			Title: "upload_file rejects data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox",
-			Rules: []string{"BIN-1", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"upload_file"},
-			Body:  boundsDataPlane("upload_file", uploadFileBounds, nil),
-		},
-		{
-			ID:    "bounds.download-file",
-			Title: "download_file rejects a missing path, a max_bytes below 1, above its cap or not an integer, an empty sandbox_id and undefined arguments without any platform call or implicit sandbox, and accepts max_bytes 1 and the cap",
-			Rules: []string{"BIN-2", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"download_file"},
-			Body:  specBoundsDownloadFile,
-		},
+		boundsDataPlaneSpec("upload_file", "BIN-1", "data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments",
+			"", boundsDataPlane("upload_file", uploadFileBounds, nil)),
+		boundsDataPlaneSpec("download_file", "BIN-2", "a missing path, a max_bytes below 1, above its cap or not an integer",
+			"max_bytes 1 and the cap", specBoundsDownloadFile),
 	}
 }
 

@@ -72,24 +72,9 @@ func execSpecs() []Spec {
 			Title: "run_command and run_code cut a stream over 64 KiB in the middle, keeping its head and tail, and sets truncated",
 			Body:  specOutputCapHeadTail,
 		},
-		{
-			ID: "exec.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
-			Tools: []string{"run_command", "run_code", "get_sandbox"},
-			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body:  specImplicitCreate,
-		},
-		{
-			ID: "exec.run-code-implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
-			Tools: []string{"run_command", "run_code", "get_sandbox"},
-			Title: "run_code without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body:  specRunCodeImplicitCreate,
-		},
-		{
-			ID: "exec.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
-			Tools: []string{"create_sandbox", "run_command", "run_code"},
-			Title: "run_command and run_code on an owned sandbox renew it to the session's renewal policy before returning",
-			Body:  specRenewsOwned,
-		},
+		implicitCreateSpec("exec.implicit-create", "run_command", []string{"run_command", "run_code", "get_sandbox"}, specImplicitCreate),
+		implicitCreateSpec("exec.run-code-implicit-create", "run_code", []string{"run_command", "run_code", "get_sandbox"}, specRunCodeImplicitCreate),
+		renewsOwnedSpec("exec.renews-owned", []string{"run_command", "run_code"}, specRenewsOwned),
 		{
 			ID: "exec.renews-implicit-default", Rules: []string{"RENEW-1"}, NeedsFake: true,
 			Tools: []string{"run_command"},

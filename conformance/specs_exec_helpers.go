@@ -10,9 +10,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"strings"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -258,3 +259,43 @@ func (tc *TestContext) expectImplicitCreate(ctx context.Context, first, second d
 // and takes envdAccessToken from it; Python 1.x Sandbox.connect calls
 // SandboxApi._cls_get_info the same way).
 var reachCalls = []string{sandbox.OpConnectSandbox, sandbox.OpGetSandbox}
+
+// The specs every data-plane family has, one constructor each: their rules
+// and titles are the same but for the tools they name.
+
+// implicitCreateSpec is a family's SESSION-2 spec: tool, called without
+// sandbox_id and without a default, creates one sandbox that becomes the
+// owned default. tools are every tool the spec calls.
+func implicitCreateSpec(id, tool string, tools []string, body func(context.Context, *TestContext)) Spec {
+	return Spec{
+		ID: id, Rules: []string{"SESSION-2"}, NeedsFake: true, Tools: tools, Body: body,
+		Title: tool + " without sandbox_id and without a default creates one sandbox that becomes the owned default",
+	}
+}
+
+// renewsOwnedSpec is a family's RENEW-1 spec: each of tools, on an owned
+// sandbox (made with create_sandbox), renews it to the session's renewal
+// policy before returning.
+func renewsOwnedSpec(id string, tools []string, body func(context.Context, *TestContext)) Spec {
+	return Spec{
+		ID: id, Rules: []string{"RENEW-1"}, NeedsFake: true, Tools: append([]string{"create_sandbox"}, tools...), Body: body,
+		Title: andList(tools) + " on an owned sandbox renew it to the session's renewal policy before returning",
+	}
+}
+
+// externalNoRenewSpec is a family's RENEW-2 spec: tools on an external
+// sandbox reach it through connect and never renew it.
+func externalNoRenewSpec(id string, tools []string, body func(context.Context, *TestContext)) Spec {
+	return Spec{
+		ID: id, Rules: []string{"RENEW-2"}, NeedsFake: true, Tools: tools, Body: body,
+		Title: andList(tools) + " on an external sandbox reach it through connect and never renew it",
+	}
+}
+
+// andList joins words as a list in prose: "a", "a and b", "a, b and c".
+func andList(words []string) string {
+	if len(words) < 2 {
+		return strings.Join(words, "")
+	}
+	return strings.Join(words[:len(words)-1], ", ") + " and " + words[len(words)-1]
+}

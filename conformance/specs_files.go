@@ -60,30 +60,10 @@ func filesSpecs() []Spec {
 			Title: "read_file and list_files of a path that does not exist are tool errors of category not_found",
 			Body:  specMissingPathNotFound,
 		},
-		{
-			ID: "files.implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
-			Tools: []string{"write_file", "read_file", "get_sandbox"},
-			Title: "write_file without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body:  specFilesImplicitCreate,
-		},
-		{
-			ID: "files.list-implicit-create", Rules: []string{"SESSION-2"}, NeedsFake: true,
-			Tools: []string{"list_files", "write_file", "get_sandbox"},
-			Title: "list_files without sandbox_id and without a default creates one sandbox that becomes the owned default",
-			Body:  specListImplicitCreate,
-		},
-		{
-			ID: "files.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
-			Tools: []string{"create_sandbox", "write_file", "read_file", "list_files"},
-			Title: "write_file, read_file and list_files on an owned sandbox renew it to the session's renewal policy before returning",
-			Body:  specFilesRenewsOwned,
-		},
-		{
-			ID: "files.external-no-renew", Rules: []string{"RENEW-2"}, NeedsFake: true,
-			Tools: []string{"write_file", "read_file", "list_files"},
-			Title: "write_file, read_file and list_files on an external sandbox reach it through connect and never renew it",
-			Body:  specExternalNoRenew,
-		},
+		implicitCreateSpec("files.implicit-create", "write_file", []string{"write_file", "read_file", "get_sandbox"}, specFilesImplicitCreate),
+		implicitCreateSpec("files.list-implicit-create", "list_files", []string{"list_files", "write_file", "get_sandbox"}, specListImplicitCreate),
+		renewsOwnedSpec("files.renews-owned", []string{"write_file", "read_file", "list_files"}, specFilesRenewsOwned),
+		externalNoRenewSpec("files.external-no-renew", []string{"write_file", "read_file", "list_files"}, specExternalNoRenew),
 	}
 }
 

@@ -3,8 +3,6 @@ package conformance
 import (
 	"context"
 	"fmt"
-	"maps"
-	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -69,90 +67,6 @@ const (
 	busyEvictionCap = 2
 	fairEvictionCap = 4
 )
-
-// capsServer is a server at the session caps an eviction spec needs.
-type capsServer struct {
-	endpoint string
-	// headers go with every request: the user's, to a server URL.
-	headers map[string]string
-	// limit is the cap on live sessions in force.
-	limit int
-	// own says the kit serves the server for the spec alone, so that every
-	// session it holds is the spec's.
-	own  bool
-	stop func()
-}
-
-// capsEndpoint starts the target's server with the session caps o (o's
-// MaxSessions is the cap), or takes the server URL at the cap its user
-// declares ([Policies.MaxSessions]; with the client address header when o
-// names one), or skips the spec where the kit knows no cap.
-func capsEndpoint(tc *TestContext, o server.HTTPOptions) capsServer {
-	ginkgo.GinkgoHelper()
-	if ct, ok := tc.run.target.(capsTarget); ok {
-		endpoint, stop, err := ct.capsServer(o)
-		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with small session caps")
-		return capsServer{endpoint: endpoint, limit: o.MaxSessions, own: true, stop: stop}
-	}
-	p := tc.Config.declared()
-	switch {
-	case tc.Config.Kind() != TargetHTTP || p.MaxSessions <= 0:
-		ginkgo.Skip("the eviction specs need a server at session caps the kit knows: " +
-			"the in-process reference server, or a server URL with --max-sessions")
-	case o.ClientIPHeader != "" && !strings.EqualFold(p.ClientIPHeader, o.ClientIPHeader):
-		ginkgo.Skip("this spec sends its clients' addresses in " + o.ClientIPHeader +
-			": declare that the server trusts it (--client-ip-header " + o.ClientIPHeader + ")")
-	case o.ClientIPHeader != "" && hasHeader(tc.Config.Headers, "Authorization"):
-		// QUOTA-3: a caller with a token is counted by its principal.
-		ginkgo.Skip("this spec's clients are anonymous, told apart by address: with the Authorization header the kit sends, they would be one principal")
-	}
-	return capsServer{endpoint: tc.Config.ServerURL, headers: tc.Config.Headers, limit: p.MaxSessions, stop: func() {}}
-}
-
-// expect fails the spec with the message unless ok, at the kit's own
-// server; at a server URL it skips instead: sessions the kit did not open
-// may fill the declared cap there, and the kit cannot tell.
-func (cs capsServer) expect(ok bool, format string, args ...any) {
-	ginkgo.GinkgoHelper()
-	if ok {
-		return
-	}
-	msg := fmt.Sprintf(format, args...)
-	if cs.own {
-		ginkgo.Fail(msg)
-	}
-	ginkgo.Skip("the server may hold sessions the kit did not open, at its declared cap: " + msg)
-}
-
-// hasHeader says whether headers hold name, in any case.
-func hasHeader(headers map[string]string, name string) bool {
-	for k := range headers {
-		if strings.EqualFold(k, name) {
-			return true
-		}
-	}
-	return false
-}
-
-// capsSession opens a Streamable HTTP session with cs as the client at
-// address client (sent in X-Forwarded-For; "" sends none).
-func capsSession(ctx context.Context, tc *TestContext, cs capsServer, client string) (*Session, error) {
-	headers := map[string]string{}
-	maps.Copy(headers, cs.headers)
-	if client != "" {
-		headers[forwardedFor] = client
-	}
-	hc := &http.Client{Transport: headerTransport{headers: headers, base: http.DefaultTransport}}
-	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
-	defer cancel()
-	conn, err := connectHTTPWith(cctx, cs.endpoint, hc, ProtocolVersion)
-	if err != nil {
-		return nil, err
-	}
-	s := &Session{tc: tc, conn: conn}
-	tc.track(s)
-	return s, nil
-}
 
 // forwardedFor is the header the fairness spec's server trusts for the
 // client's address, as behind a reverse proxy (--client-ip-header).
