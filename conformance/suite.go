@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"io"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -341,7 +342,9 @@ func registerSpec(spec Spec, era Era, cfg *Config, run func() *runState, claim f
 			}
 			tc.finish(cctx)
 		}, ginkgo.NodeTimeout(cleanupTimeout))
-		spec.Body(ctx, tc)
+		// The spec's ID labels the CPU profile samples of its goroutines
+		// and of those they start (conform --cpuprofile).
+		pprof.Do(ctx, pprof.Labels("spec", id), func(ctx context.Context) { spec.Body(ctx, tc) })
 		tc.expectClientsAccept()
 	}, ginkgo.SpecTimeout(specTimeout))
 }
