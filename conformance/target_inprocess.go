@@ -101,6 +101,8 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 				HTTPClient:     &http.Client{Transport: rt},
 				UserAgent:      "sandboxkit-conformance/" + Version,
 				RequestTimeout: deadline,
+				// The bound errors.oversized's fault exceeds (oversizeBytes).
+				MaxResponseBytes: InProcessResponseBytes,
 			})
 		}
 		platform, err = t.platformWith(t.deadline)
