@@ -1,6 +1,10 @@
 package conformance
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/onsi/ginkgo/v2/types"
+)
 
 // scheduled is one run of a spec in an era, in the order of registration.
 type scheduled struct {
@@ -62,4 +66,30 @@ func schedule(parallel bool) []scheduled {
 	}
 	slices.SortStableFunc(all, func(a, b scheduled) int { return rank(a) - rank(b) })
 	return all
+}
+
+// InCatalogOrder sorts the spec reports of a parallel run, whose processes
+// ran the long specs first (schedule), into the catalog's order, so that
+// its summary and reports read as a serial run's. Reports of setup nodes
+// stay ahead of every spec, those of nodes after the suite behind.
+func InCatalogOrder(reports types.SpecReports) {
+	index := map[string]int{}
+	for i, s := range schedule(false) {
+		index[runID(s.spec.ID, s.era)] = i
+	}
+	rank := func(sr types.SpecReport) int {
+		if sr.LeafNodeType != types.NodeTypeIt {
+			if sr.LeafNodeType.Is(types.NodeTypeAfterSuite | types.NodeTypeSynchronizedAfterSuite | types.NodeTypeReportAfterSuite | types.NodeTypeCleanupAfterSuite) {
+				return len(index)
+			}
+			return -1
+		}
+		for _, l := range sr.Labels() {
+			if i, ok := index[l]; ok {
+				return i
+			}
+		}
+		return len(index)
+	}
+	slices.SortStableFunc(reports, func(a, b types.SpecReport) int { return rank(a) - rank(b) })
 }

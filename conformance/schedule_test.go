@@ -3,6 +3,8 @@ package conformance
 import (
 	"slices"
 	"testing"
+
+	"github.com/onsi/ginkgo/v2/types"
 )
 
 // TestScheduleKeepsEverySpec: a parallel run registers the same runs as a
@@ -31,5 +33,27 @@ func TestScheduleKeepsEverySpec(t *testing.T) {
 	}
 	if got := parallel[0].spec.ID; got != longFirst()[0] {
 		t.Errorf("a parallel run starts with %s, want %s", got, longFirst()[0])
+	}
+}
+
+// TestInCatalogOrder: a parallel run's reports, in the order its
+// processes ran them, are put back in the catalog's order, setup first.
+func TestInCatalogOrder(t *testing.T) {
+	report := func(s scheduled) types.SpecReport {
+		return types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeLabels: []string{runID(s.spec.ID, s.era)}}
+	}
+	var reports types.SpecReports
+	for _, s := range schedule(true) {
+		reports = append(reports, report(s))
+	}
+	reports = append(reports, types.SpecReport{LeafNodeType: types.NodeTypeBeforeAll})
+	InCatalogOrder(reports)
+	if reports[0].LeafNodeType != types.NodeTypeBeforeAll {
+		t.Fatalf("the setup report is not first")
+	}
+	for i, s := range schedule(false) {
+		if got, want := reports[i+1].LeafNodeLabels[0], runID(s.spec.ID, s.era); got != want {
+			t.Fatalf("report %d is %s, want %s", i+1, got, want)
+		}
 	}
 }

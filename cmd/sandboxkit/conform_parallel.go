@@ -176,6 +176,7 @@ func runParallel(cmd *cobra.Command, f *conformFlags, cfg *conformance.Config, p
 	wg.Wait()
 	stdout := cmd.OutOrStdout()
 	merged, ok := mergeReports(results, time.Since(start))
+	conformance.InCatalogOrder(merged.SpecReports) // the processes ran the long specs first
 	merged = conformance.Conclude(merged)
 	for _, r := range results {
 		if r.state != nil {
