@@ -204,9 +204,21 @@ func specKill(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	dir := scratchDir("bgkill")
 	s.runCommand(ctx, "mkdir -p "+dir)
+	// Each command waits for a gate file the spec creates only once every
+	// kill has been answered and seen to stop its command, then writes its
+	// marker: a marker written is a command that outlived its kill,
+	// however slow the machine (a fixed sleep before the write was a race
+	// with the kill under load). A control command that is never killed
+	// waits for the same gate: its marker shows that a live command has
+	// seen the gate by the time the spec looks.
+	gate := dir + "/gate"
+	waitGate := func(marker string) string {
+		return "echo up; while [ ! -e " + gate + " ]; do sleep 0.05; done; echo late > " + marker + "; sleep 30"
+	}
+	control, _ := bgStart(ctx, tc, s, map[string]any{"command": waitGate(dir + "/control")})
 	for _, sig := range []string{"", "SIGTERM", "SIGKILL"} {
 		marker := dir + "/after-" + strings.ToLower(sig)
-		id, _ := bgStart(ctx, tc, s, map[string]any{"command": "echo up; sleep 1.5; echo late > " + marker + "; sleep 30"})
+		id, _ := bgStart(ctx, tc, s, map[string]any{"command": waitGate(marker)})
 		gomega.Expect(tc.WaitFor(ctx, 5*time.Second, func() bool { return bgGet(ctx, tc, s, id, "", 0).Stdout != "" })).To(gomega.BeTrue())
 		args := map[string]any{"command_id": id}
 		if sig != "" {
@@ -222,9 +234,13 @@ func specKill(ctx context.Context, tc *TestContext) {
 		gomega.Expect(o.ExitCode).NotTo(gomega.BeNil(), "signal %q: a stopped command has an exit_code", sig)
 		gomega.Expect(*o.ExitCode).NotTo(gomega.Equal(0), "signal %q: a killed command did not succeed", sig)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	s.runCommand(ctx, "touch "+gate)
+	gomega.Expect(tc.WaitFor(ctx, 10*time.Second, func() bool {
+		return s.runCommand(ctx, "test -e "+dir+"/control && echo yes || true").Stdout == "yes\n"
+	})).To(gomega.BeTrue(), "the control command never saw the gate")
 	out := s.runCommand(ctx, "ls "+dir)
-	gomega.Expect(out.Stdout).To(gomega.BeEmpty(), "a killed command must not go on running")
+	gomega.Expect(out.Stdout).To(gomega.Equal("control\ngate\n"), "a killed command must not go on running")
+	tc.ExpectSuccess(s.Call(ctx, "kill_background_command", map[string]any{"command_id": control, "signal": "SIGKILL"}))
 }
 
 func specUnknownIDNotFound(ctx context.Context, tc *TestContext) {

@@ -60,7 +60,7 @@ func binarySpecs() []Spec {
 		{
 			ID: "binary.upload-over-cap", Rules: []string{"BIN-1", "VAL-6"},
 			Tools: []string{"upload_file", "download_file"},
-			Title: "upload_file of more than 16 MiB decoded is a validation error naming data_base64, and writes nothing",
+			Title: "upload_file of one byte more than its cap decoded (16 MiB by default) is a validation error naming data_base64, and writes nothing",
 			Body:  specUploadOverCap,
 		},
 		{
@@ -135,21 +135,25 @@ func specDownloadMaxBytes(ctx context.Context, tc *TestContext) {
 func specUploadOverCap(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	file := scratchDir("overcap") + "/big.bin"
-	// 16 MiB + 1 byte encodes to as many characters as 16 MiB do
-	// (22369624), so a length check on the encoding alone lets it
-	// through: only the decoded size is over the cap. The call has
-	// a session of its own, since a transport that cannot carry
-	// the message may end the session.
-	data := bytes.Repeat([]byte{0xa5}, binCap+1)
+	// One byte over the cap the kit holds the server to (Config.transferCap:
+	// the contract's 16 MiB, or the smaller one the kit gives the
+	// in-process server). 16 MiB + 1 byte encodes to as many characters
+	// as 16 MiB do (22369624), and so does 4 MiB + 1 as 4 MiB, so a
+	// length check on the encoding alone lets it through: only the
+	// decoded size is over the cap. The call has a session of its own,
+	// since a transport that cannot carry the message may end the
+	// session.
+	capBytes := tc.Config.transferCap()
+	data := bytes.Repeat([]byte{0xa5}, capBytes+1)
 	enc := base64.StdEncoding.EncodeToString(data)
 	big := tc.Connect(ctx)
 	r := big.CallRaw(ctx, "upload_file", uploadArgs(file, enc))
 	if r.Err != nil && tc.Kind() == TargetInProcess {
 		// The kit's in-memory transport carries at most
-		// mcp.DefaultMaxLineLength (16 MiB) per message, less than
-		// an upload at the cap: check what the server advertises.
-		ginkgo.AddReportEntry("upload over the cap", "not sent: the in-process transport limits a message to 16 MiB; checked the advertised input schema instead")
-		binExpectAdvertisedCap(tc)
+		// inProcessMaxMessage per message: check what the server
+		// advertises.
+		ginkgo.AddReportEntry("upload over the cap", "not sent: the in-process transport limits the size of a message; checked the advertised input schema instead")
+		binExpectAdvertisedCap(tc, capBytes)
 	} else {
 		gomega.Expect(r.Err).NotTo(gomega.HaveOccurred(), "an oversized upload is a tool error, not a protocol error")
 		tc.ExpectInvalidField(r, "data_base64")
@@ -300,9 +304,9 @@ func binRoundTrip(ctx context.Context, tc *TestContext, s *Session, file string,
 }
 
 // binExpectAdvertisedCap checks that upload_file's advertised input schema
-// admits an upload at the 16 MiB cap: data_base64 has no maxLength, or one
+// admits an upload at capBytes, the cap: data_base64 has no maxLength, or one
 // of at least the cap's encoded length.
-func binExpectAdvertisedCap(tc *TestContext) {
+func binExpectAdvertisedCap(tc *TestContext, capBytes int) {
 	ginkgo.GinkgoHelper()
 	tool := tc.Advertised("upload_file")
 	gomega.Expect(tool).NotTo(gomega.BeNil())
@@ -310,7 +314,7 @@ func binExpectAdvertisedCap(tc *TestContext) {
 	prop, _ := props["data_base64"].(map[string]any)
 	gomega.Expect(prop).NotTo(gomega.BeNil(), "upload_file's input schema has no data_base64")
 	if ml, ok := prop["maxLength"].(float64); ok {
-		gomega.Expect(int(ml)).To(gomega.BeNumerically(">=", base64.StdEncoding.EncodedLen(binCap)),
-			"upload_file: data_base64's maxLength must admit an upload of the full 16 MiB cap")
+		gomega.Expect(int(ml)).To(gomega.BeNumerically(">=", base64.StdEncoding.EncodedLen(capBytes)),
+			"upload_file: data_base64's maxLength must admit an upload of the full %d-byte cap", capBytes)
 	}
 }

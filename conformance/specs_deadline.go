@@ -28,8 +28,9 @@ import (
 // connection and the goroutine serving it alive. Then the same call,
 // without the fault, must succeed.
 
-// deadlineOversize is the body size of the oversized fault: more than any
-// answer a server should read whole (the reference SDK stops at 32 MiB).
+// deadlineOversize is the body size of the oversized fault for a server
+// the kit does not configure (Config.oversizeBytes): more than any answer
+// a server should read whole (the reference SDK stops at 32 MiB).
 const deadlineOversize = 40 << 20
 
 // deadlineDownloadBytes is the max_bytes of download_file under the
@@ -41,7 +42,7 @@ type deadlineFault struct {
 	name  string // the spec is errors.<name>
 	title string // the spec's title
 	// fault builds the fault for one case; d is the server's deadline.
-	fault func(d time.Duration) fakeprovider.Fault
+	fault func(c *Config, d time.Duration) fakeprovider.Fault
 	// want returns the categories a mode's call may end in, and whether
 	// a success is fine too.
 	want func(m errsMode) (categories []string, successOK bool)
@@ -66,7 +67,7 @@ func deadlineFaults() []deadlineFault {
 		{
 			name:  "hang",
 			title: "answers every tool whose platform call hangs past the server's provider deadline (lifecycle calls, create, connect, the daemon's files and RPCs) with a timeout tool error without http_status within the deadline plus grace, cancels the abandoned request, leaks nothing, and the session stays usable",
-			fault: func(time.Duration) fakeprovider.Fault { return fakeprovider.Fault{Hang: true} },
+			fault: func(*Config, time.Duration) fakeprovider.Fault { return fakeprovider.Fault{Hang: true} },
 			want:  func(errsMode) ([]string, bool) { return []string{"timeout"}, false },
 			waits: true,
 		},
@@ -76,7 +77,7 @@ func deadlineFaults() []deadlineFault {
 			// one, arrives whole and the call may succeed.
 			name:  "drip",
 			title: "answers every tool whose platform answer drips a byte at a time with a timeout tool error (or a success when the answer is short enough to arrive) within the server's provider deadline plus grace, abandons the answer, leaks nothing, and the session stays usable",
-			fault: func(d time.Duration) fakeprovider.Fault {
+			fault: func(_ *Config, d time.Duration) fakeprovider.Fault {
 				return fakeprovider.Fault{Drip: d / 4}
 			},
 			want:  func(errsMode) ([]string, bool) { return []string{"timeout"}, true },
@@ -84,11 +85,12 @@ func deadlineFaults() []deadlineFault {
 		},
 		{
 			// The route's success status with a body past every bound:
-			// reading it whole would take the server's memory.
+			// reading it whole would take the server's memory. Its size:
+			// Config.oversizeBytes.
 			name:  "oversized",
-			title: "answers every tool whose platform answer is a 40 MiB body with a provider_error or timeout tool error (the file tools: a categorized error or a bounded result) within the deadline plus grace, ends the request, leaks nothing, and the session stays usable",
-			fault: func(time.Duration) fakeprovider.Fault {
-				return fakeprovider.Fault{Oversize: deadlineOversize}
+			title: "answers every tool whose platform answer is a body past the server's bound (40 MiB, or a quarter more than the bound the kit gives the in-process server) with a provider_error or timeout tool error (the file tools: a categorized error or a bounded result) within the deadline plus grace, ends the request, leaks nothing, and the session stays usable",
+			fault: func(c *Config, _ time.Duration) fakeprovider.Fault {
+				return fakeprovider.Fault{Oversize: c.oversizeBytes()}
 			},
 			// A download asks for little, and must get no more.
 			args: func(m errsMode, args map[string]any) map[string]any {
@@ -252,7 +254,7 @@ func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
 			// Only the call's own request: a server may go on with work
 			// of its own later (looking for a sandbox a failed create
 			// left, say), which must not meet the fault.
-			fault := f.fault(d)
+			fault := f.fault(tc.Config, d)
 			fault.Op, fault.SandboxID, fault.Times = c.mode.op, c.sandbox, 1
 			if c.sandbox == "" && !f.waits {
 				// A request that names no sandbox (a list) cannot be told

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"io"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -250,17 +251,22 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 			}
 		}, ginkgo.NodeTimeout(max(2*time.Minute, specCalls*cfg.CallTimeout)))
 
-		for _, family := range Families() {
+		// One container per family, or per stretch of one family's specs
+		// where a parallel run takes its long specs first (schedule).
+		order := schedule(claim != nil)
+		for start := 0; start < len(order); {
+			family := order[start].spec.Family
+			end := start + 1
+			for end < len(order) && order[end].spec.Family == family {
+				end++
+			}
+			stretch := order[start:end]
 			ginkgo.Describe(string(family), ginkgo.Label(string(family)), func() {
-				for _, spec := range Specs() {
-					if spec.Family != family {
-						continue
-					}
-					for _, era := range specEras(spec) {
-						registerSpec(spec, era, cfg, func() *runState { return run }, claim)
-					}
+				for _, s := range stretch {
+					registerSpec(s.spec, s.era, cfg, func() *runState { return run }, claim)
 				}
 			})
+			start = end
 		}
 	})
 }
@@ -341,7 +347,9 @@ func registerSpec(spec Spec, era Era, cfg *Config, run func() *runState, claim f
 			}
 			tc.finish(cctx)
 		}, ginkgo.NodeTimeout(cleanupTimeout))
-		spec.Body(ctx, tc)
+		// The spec's ID labels the CPU profile samples of its goroutines
+		// and of those they start (conform --cpuprofile).
+		pprof.Do(ctx, pprof.Labels("spec", id), func(ctx context.Context) { spec.Body(ctx, tc) })
 		tc.expectClientsAccept()
 	}, ginkgo.SpecTimeout(specTimeout))
 }

@@ -102,6 +102,8 @@ func (t *inProcessTarget) start(ctx context.Context) error {
 				HTTPClient:     &http.Client{Transport: rt},
 				UserAgent:      "sandboxkit-conformance/" + Version,
 				RequestTimeout: deadline,
+				// The bound errors.oversized's fault exceeds (oversizeBytes).
+				MaxResponseBytes: InProcessResponseBytes,
 			})
 		}
 		platform, err = t.platformWith(t.deadline)
@@ -135,12 +137,17 @@ func (t *inProcessTarget) newServer() (*server.Server, error) {
 }
 
 // limits are the server's limits: its defaults, but for the file timeout
-// when the kit sets a provider deadline, and a lost create's check window
-// of one listing: the specs share one server, and a check that kept
-// listing would make requests in later specs' journals (cleanup.lost-create
-// holds that listing until the late sandbox exists).
+// when the kit sets a provider deadline, a lost create's check window
+// of one listing (the specs share one server, and a check that kept
+// listing would make requests in later specs' journals: cleanup.lost-create
+// holds that listing until the late sandbox exists), and, on the fake, the
+// transfer cap the kit holds it to (Config.transferCap).
 func (t *inProcessTarget) limits() server.Limits {
-	return server.Limits{FileTimeout: t.deadline, CreateCheckFor: time.Millisecond}
+	l := server.Limits{FileTimeout: t.deadline, CreateCheckFor: time.Millisecond}
+	if t.cloud == nil {
+		l.TransferBytes = InProcessTransferBytes
+	}
+	return l
 }
 
 func (t *inProcessTarget) connect(ctx context.Context, version string) (*clientConn, error) {

@@ -23,10 +23,6 @@ const DefaultUser = "user"
 // streaming calls when [EnvdOptions.KeepaliveInterval] is zero.
 const DefaultKeepaliveInterval = 50 * time.Second
 
-// maxEnvdMessage bounds one Connect message read from the daemon, as a
-// control-plane answer is bounded: no envd answer comes near it.
-const maxEnvdMessage = 32 << 20
-
 // EnvdOptions configures an [Envd] client. The zero value (or nil) gives defaults.
 type EnvdOptions struct {
 	// User is the sandbox user that processes run as and that file paths
@@ -72,6 +68,7 @@ type EnvdOptions struct {
 type Envd struct {
 	httpClient     *http.Client
 	requestTimeout time.Duration
+	maxMessage     int // bound on one Connect message read whole (Options.MaxResponseBytes)
 	baseURL        string
 	user           string
 	// token is the sandbox's envd access token ("" for a sandbox created
@@ -116,6 +113,7 @@ func (s *Sandbox) Envd(opts *EnvdOptions) *Envd {
 	e := &Envd{
 		httpClient:     s.platform.httpClient,
 		requestTimeout: s.platform.requestTimeout,
+		maxMessage:     s.platform.maxResponse,
 		user:           user,
 		token:          s.envdAccessToken,
 		headers:        http.Header{},
@@ -144,9 +142,9 @@ func (s *Sandbox) Envd(opts *EnvdOptions) *Envd {
 	o := []connect.ClientOption{
 		connect.WithCodec(envdCodec{}),
 		connect.WithInterceptors(envdInterceptor{e}),
-		connect.WithReadMaxBytes(maxEnvdMessage),
+		connect.WithReadMaxBytes(e.maxMessage),
 	}
-	hc, base := probedClient(e.httpClient), e.baseURL
+	hc, base := probedClient(e.httpClient, e.maxMessage), e.baseURL
 	e.start = connect.NewClient[envdapi.StartRequest, envdapi.StartResponse](hc, base+envdapi.ProcessStartProcedure, o...)
 	e.connect = connect.NewClient[envdapi.ConnectRequest, envdapi.ConnectResponse](hc, base+envdapi.ProcessConnectProcedure, o...)
 	e.list = connect.NewClient[envdapi.ListRequest, envdapi.ListResponse](hc, base+envdapi.ProcessListProcedure, o...)

@@ -20,7 +20,7 @@ type responseProbe struct {
 	status       int
 	connectError bool // a non-200 body carrying a Connect error code
 	malformed    bool // a 200 unary body that is not JSON
-	tooLarge     bool // a 200 unary body longer than maxEnvdMessage
+	tooLarge     bool // a 200 unary body longer than the transport's maxMessage
 }
 
 type probeKey struct{}
@@ -36,7 +36,10 @@ func probeFrom(ctx context.Context) *responseProbe {
 }
 
 // probingTransport fills the probe of each request's context.
-type probingTransport struct{ base http.RoundTripper }
+type probingTransport struct {
+	base       http.RoundTripper
+	maxMessage int // the bound on a unary answer read whole (Options.MaxResponseBytes)
+}
 
 func (t probingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.base.RoundTrip(req)
@@ -59,7 +62,7 @@ func (t probingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A unary answer: small, so it can be checked whole. One that could
 		// not be read in time (or at all) is not judged here: the call
 		// fails with the read's own error.
-		body, tooLarge, err := peekBody(resp, maxEnvdMessage)
+		body, tooLarge, err := peekBody(resp, t.maxMessage)
 		switch {
 		case err != nil:
 		case tooLarge:
@@ -105,13 +108,14 @@ func putBack(resp *http.Response, data []byte) {
 	}{io.MultiReader(bytes.NewReader(data), resp.Body), resp.Body}
 }
 
-// probedClient wraps an HTTP client so its envd requests fill probes.
-func probedClient(c *http.Client) *http.Client {
+// probedClient wraps an HTTP client so its envd requests fill probes;
+// maxMessage bounds a unary answer read whole.
+func probedClient(c *http.Client, maxMessage int) *http.Client {
 	base := c.Transport
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return &http.Client{Transport: probingTransport{base: base}, CheckRedirect: c.CheckRedirect, Jar: c.Jar, Timeout: c.Timeout}
+	return &http.Client{Transport: probingTransport{base: base, maxMessage: maxMessage}, CheckRedirect: c.CheckRedirect, Jar: c.Jar, Timeout: c.Timeout}
 }
 
 // probedError refines a failed call's error with what its probe saw: a

@@ -13,10 +13,6 @@ import (
 // maxErrorBody bounds how much of an error response is read.
 const maxErrorBody = 64 << 10
 
-// maxResponseBody bounds a successful control-plane response: a larger
-// one is refused unparsed, with [CodeResponseTooLarge].
-const maxResponseBody = 32 << 20
-
 // apiRequest is one control-plane call.
 type apiRequest struct {
 	op     string     // route constant, e.g. OpGetSandbox
@@ -99,7 +95,7 @@ func (p *Platform) call(ctx context.Context, ep endpoint, req apiRequest) (http.
 		}
 	}
 	if req.out != nil {
-		data, tooLarge, err := readBounded(resp.Body, maxResponseBody)
+		data, tooLarge, err := readBounded(resp.Body, p.maxResponse) // Options.MaxResponseBytes
 		if err != nil {
 			return nil, transportError(req.op, err)
 		}

@@ -36,7 +36,16 @@ type Options struct {
 	RequestTimeout time.Duration
 	// UserAgent is sent on every request. Empty means "sandboxkit".
 	UserAgent string
+	// MaxResponseBytes bounds a platform answer that is read whole: a
+	// successful control-plane response, one Connect message of the
+	// daemon. A larger one is refused unparsed, with
+	// [CodeResponseTooLarge]. Zero means [DefaultMaxResponseBytes].
+	MaxResponseBytes int
 }
+
+// DefaultMaxResponseBytes is [Options.MaxResponseBytes] when it is zero: no
+// answer of the platform comes near it.
+const DefaultMaxResponseBytes = 32 << 20
 
 // Platform is the set of configured providers and the transport used to
 // reach them. It is safe for concurrent use.
@@ -47,12 +56,17 @@ type Platform struct {
 	httpClient      *http.Client
 	requestTimeout  time.Duration
 	userAgent       string
+	maxResponse     int // Options.MaxResponseBytes
 }
 
 // RequestTimeout returns the bound on each platform request
 // ([Options.RequestTimeout], or [DefaultRequestTimeout]): the provider
 // deadline.
 func (p *Platform) RequestTimeout() time.Duration { return p.requestTimeout }
+
+// MaxResponseBytes returns the bound on a platform answer read whole
+// ([Options.MaxResponseBytes], or [DefaultMaxResponseBytes]).
+func (p *Platform) MaxResponseBytes() int { return p.maxResponse }
 
 // NewPlatform checks the configuration and returns a Platform. Credentials
 // are not read here but at each call, so a missing key is reported by the
@@ -68,6 +82,10 @@ func NewPlatform(opts *Options) (*Platform, error) {
 		httpClient:      opts.HTTPClient,
 		requestTimeout:  opts.RequestTimeout,
 		userAgent:       opts.UserAgent,
+		maxResponse:     opts.MaxResponseBytes,
+	}
+	if p.maxResponse <= 0 {
+		p.maxResponse = DefaultMaxResponseBytes
 	}
 	if p.getenv == nil {
 		p.getenv = os.Getenv

@@ -44,6 +44,7 @@ type conformFlags struct {
 	claimDir       string
 	detailsFile    string
 	runFolder      string // where outputs without a path go (resolveOutputs)
+	cpuProfile     string // --cpuprofile (conform_profile.go)
 
 	run conformance.RunOptions
 
@@ -180,6 +181,11 @@ finding, a run that could not start, or a usage error).`,
 			if err != nil {
 				return err
 			}
+			stopProfile, err := startCPUProfile(f.cpuProfile, f.claimDir != "")
+			if err != nil {
+				return err
+			}
+			defer stopProfile()
 			f.run.ProcessCommand = f.referenceCommand()
 			if f.claimDir == "" {
 				warnServerCmd(cmd.ErrOrStderr(), cfg.ServerCommand, f.cloud)
@@ -256,6 +262,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server and stdio commands, 1 otherwise)", defaultProcs))
 	fl.StringVar(&f.claimDir, "claim-dir", "", "internal: run as one process of a parallel run, claiming specs in this directory")
 	_ = fl.MarkHidden("claim-dir")
+	addProfileFlag(fl, &f.cpuProfile)
 	cmd.SetHelpFunc(flagsFirstHelp)
 	return cmd
 }
