@@ -1,0 +1,71 @@
+//go:build linux
+
+package nsexec
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// waitForPort dials port until something listens there; the test's own
+// deadline bounds the wait.
+func waitForPort(t *testing.T, s *Sandbox, port int) {
+	t.Helper()
+	for {
+		c, err := s.DialPort(context.Background(), port)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if !errors.Is(err, ErrPortClosed) {
+			t.Fatalf("DialPort(%d): %v", port, err)
+		}
+	}
+}
+
+// TestDialPortReachesALoopbackServer: a server a process in the sandbox
+// starts on its loopback answers through DialPort, and a port nothing
+// listens on says so.
+func TestDialPortReachesALoopbackServer(t *testing.T) {
+	s := startSandbox(t)
+	_, err := s.DialPort(context.Background(), 8000)
+	if !errors.Is(err, ErrPortClosed) {
+		t.Fatalf("DialPort before the server: %v, want ErrPortClosed", err)
+	}
+	if !strings.Contains(err.Error(), "nothing listens on port 8000") {
+		t.Errorf("DialPort before the server: %q does not say nothing listens", err)
+	}
+	res, err := s.run(context.Background(), "/bin/bash", "-c",
+		"mkdir -p /home/user/site && echo served-from-the-sandbox > /home/user/site/hello.txt && "+
+			"cd /home/user/site && (python3 -m http.server 8000 --bind 127.0.0.1 >/dev/null 2>&1 &)")
+	if err != nil || res.code != 0 {
+		t.Fatalf("starting the server: %v %+v", err, res)
+	}
+	waitForPort(t, s, 8000)
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return s.DialPort(ctx, 8000) },
+	}}
+	resp, err := client.Get("http://8000-sbx-test.sandboxkit.test/hello.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != "served-from-the-sandbox\n" {
+		t.Errorf("GET /hello.txt: %d %q", resp.StatusCode, body)
+	}
+}
+
+// TestDialPortAfterClose: a closed sandbox has no ports.
+func TestDialPortAfterClose(t *testing.T) {
+	s := startSandbox(t)
+	s.Close()
+	if _, err := s.DialPort(context.Background(), 49983); !errors.Is(err, ErrPortClosed) {
+		t.Fatalf("DialPort after Close: %v, want ErrPortClosed", err)
+	}
+}
