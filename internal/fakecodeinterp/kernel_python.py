@@ -21,6 +21,9 @@ _requests = os.fdopen(3, "r", encoding="utf-8")
 _replies = os.fdopen(4, "w", encoding="utf-8")
 os.set_inheritable(3, False)
 os.set_inheritable(4, False)
+# One stream message per line, as Jupyter sends a print's line at once.
+sys.stdout.reconfigure(line_buffering=True)
+sys.stderr.reconfigure(line_buffering=True)
 _seq = 0
 _loop = asyncio.new_event_loop()
 

@@ -52,7 +52,7 @@ func (p *Processes) command(lang string, env map[string]string) *exec.Cmd {
 	var cmd *exec.Cmd
 	switch lang {
 	case LangPython, "python3":
-		cmd = exec.Command(orDefault(p.Python, "python3"), "-u", "-c", pythonDriver)
+		cmd = exec.Command(orDefault(p.Python, "python3"), "-c", pythonDriver)
 	case LangJavaScript, LangTypeScript:
 		cmd = exec.Command(orDefault(p.Node, "node"), "-e", nodeDriver)
 	default:

@@ -158,6 +158,9 @@ func runEnvd() error {
 	if err != nil {
 		return err
 	}
+	if err := listenCodeInterpreter(d); err != nil {
+		return err
+	}
 	ln, err := net.FileListener(os.NewFile(fdListener, "listener"))
 	if err != nil {
 		return fmt.Errorf("daemon socket: %w", err)

@@ -69,3 +69,36 @@ func TestDialPortAfterClose(t *testing.T) {
 		t.Fatalf("DialPort after Close: %v, want ErrPortClosed", err)
 	}
 }
+
+// TestCodeInterpreterRunsRealProcesses: port 49999 of a sandbox serves
+// the code interpreter, whose python context is a real python3 process
+// of the default user that keeps its state between cells.
+func TestCodeInterpreterRunsRealProcesses(t *testing.T) {
+	s := startSandbox(t)
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return s.DialPort(ctx, 49999) },
+	}}
+	execute := func(code string) string {
+		t.Helper()
+		resp, err := client.Post("http://49999-sbx-test.sandboxkit.test/execute", "application/json", strings.NewReader(code))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("POST /execute: %d %s", resp.StatusCode, body)
+		}
+		return string(body)
+	}
+	out := execute(`{"code": "import os, sys\nn = 6\nprint(os.getuid(), os.getcwd(), sys.executable)\nn * 7"}`)
+	for _, want := range []string{`"text":"1000 /home/user /usr/bin/python3\n"`, `{"is_main_result":true,"text":"42","type":"result"}`, `{"type":"end_of_execution"}`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("first cell: %s lacks %s", out, want)
+		}
+	}
+	out = execute(`{"code": "n + 1"}`)
+	if !strings.Contains(out, `"text":"7"`) || !strings.Contains(out, `"execution_count":2`) {
+		t.Errorf("second cell: %s, want the state kept (7) and count 2", out)
+	}
+}
