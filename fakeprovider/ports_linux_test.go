@@ -78,3 +78,27 @@ func TestProvider_NamespacePortEndToEnd(t *testing.T) {
 	res = f.doWith("GET", "https://ignored.example/hello.txt", nil, map[string]string{"Host": host})
 	wantEdgeError(t, f.p, res, id, "The sandbox was not found", 0)
 }
+
+// TestProvider_NamespaceCodeInterpreter: port 49999 of a namespace
+// sandbox reaches the sandbox's own code interpreter, whose python is a
+// real python3 that sees the sandbox's files, through the journal like
+// the in-memory one.
+func TestProvider_NamespaceCodeInterpreter(t *testing.T) {
+	f := namespaceFixture(t)
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	if code, out := runInSandbox(t, f, id, "echo from-envd > /home/user/note.txt"); code != 0 {
+		t.Fatalf("writing the note: %d %s", code, out)
+	}
+	h := map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49999"}
+	res := f.doWith("POST", "https://ignored.example/execute", map[string]any{"code": "import sys\nopen('/home/user/note.txt').read().strip() + ' ' + sys.implementation.name"}, h)
+	if res.status != 200 || !strings.Contains(string(res.body), `"text":"'from-envd cpython'"`) {
+		t.Errorf("POST /execute: %d %s", res.status, res.body)
+	}
+	if n := len(f.p.Journal().Calls("POST /execute")); n != 1 {
+		t.Errorf("journal has %d POST /execute entries, want 1", n)
+	}
+	res = f.doWith("POST", "https://ignored.example/execute", map[string]any{"code": "1", "context_id": "nope"}, h)
+	if res.status != 404 || string(res.body) != "Context nope not found" {
+		t.Errorf("unknown context: %d %q", res.status, res.body)
+	}
+}
