@@ -1,6 +1,7 @@
 package fakeprovider
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"log"
@@ -104,6 +105,10 @@ func (p *Provider) portRouteLocked(id string, d Daemon, port string) portRoute {
 // edge's 502 "The sandbox is running but port is not open" with the port
 // (e2b-dev/infra packages/shared/pkg/proxy/template/port_closed.go).
 func (p *Provider) servePort(w http.ResponseWriter, r *http.Request, route portRoute) {
+	if err := bufferBody(r); err != nil {
+		http.Error(w, "reading the request body failed", http.StatusBadRequest)
+		return
+	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme = "http"
@@ -119,4 +124,34 @@ func (p *Provider) servePort(w http.ResponseWriter, r *http.Request, route portR
 		},
 	}
 	proxy.ServeHTTP(w, r)
+}
+
+// maxBufferedBody bounds the part of a request body bufferBody reads
+// before forwarding.
+const maxBufferedBody = 64 << 20
+
+// bufferBody reads r's body (up to maxBufferedBody) before it is
+// forwarded: a streamed answer (the /execute lines) starts before the
+// forwarded body has gone through, and an HTTP/1 server may close a
+// request body once its answer has started, which cut such streams
+// (nsexec.Sandbox.ServeHTTP does the same for envd). A longer body
+// streams on after its first maxBufferedBody bytes.
+func bufferBody(r *http.Request) error {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil
+	}
+	head, err := io.ReadAll(io.LimitReader(r.Body, maxBufferedBody))
+	if err != nil {
+		return err
+	}
+	if len(head) < maxBufferedBody {
+		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(head)), int64(len(head))
+		r.Header.Del("Transfer-Encoding")
+		return nil
+	}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(head), r.Body), r.Body}
+	return nil
 }

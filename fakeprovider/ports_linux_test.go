@@ -4,6 +4,7 @@ package fakeprovider_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -91,7 +92,7 @@ func TestProvider_NamespaceCodeInterpreter(t *testing.T) {
 	}
 	h := map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49999"}
 	res := f.doWith("POST", "https://ignored.example/execute", map[string]any{"code": "import sys\nopen('/home/user/note.txt').read().strip() + ' ' + sys.implementation.name"}, h)
-	if res.status != 200 || !strings.Contains(string(res.body), `"text":"'from-envd cpython'"`) {
+	if res.status != 200 || !strings.Contains(string(res.body), `"text":"from-envd cpython"`) {
 		t.Errorf("POST /execute: %d %s", res.status, res.body)
 	}
 	if n := len(f.p.Journal().Calls("POST /execute")); n != 1 {
@@ -100,5 +101,34 @@ func TestProvider_NamespaceCodeInterpreter(t *testing.T) {
 	res = f.doWith("POST", "https://ignored.example/execute", map[string]any{"code": "1", "context_id": "nope"}, h)
 	if res.status != 404 || string(res.body) != "Context nope not found" {
 		t.Errorf("unknown context: %d %q", res.status, res.body)
+	}
+}
+
+// TestProvider_NamespaceExecuteOverHTTP: through the fake's own HTTP
+// server, /execute streams of a namespace sandbox end with
+// end_of_execution every time. Forwarding the request body while the
+// answer already streamed cut them now and then (curl: "transfer closed
+// with outstanding read data remaining").
+func TestProvider_NamespaceExecuteOverHTTP(t *testing.T) {
+	f := namespaceFixture(t)
+	srv := f.p.Start(t)
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	for i := range 20 {
+		req, err := http.NewRequest("POST", srv.URL()+"/execute", strings.NewReader(`{"code": "print('line')\n1"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("E2b-Sandbox-Id", id)
+		req.Header.Set("E2b-Sandbox-Port", "49999")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || !strings.HasSuffix(string(body), "{\"type\":\"end_of_execution\"}\n") {
+			t.Fatalf("execution %d: %v, stream %s", i, err, body)
+		}
 	}
 }

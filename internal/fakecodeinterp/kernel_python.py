@@ -96,6 +96,42 @@ def _show_figures():
     plt.close("all")
 
 
+class _Display:
+    """A rich object of the IPython.display stand-in."""
+
+    def __init__(self, data=None, url=None, filename=None, format=None, **_):
+        if filename is not None:
+            with open(filename, "rb") as f:
+                data = f.read()
+        self.data = data
+
+    def __repr__(self):
+        return "<IPython.core.display.%s object>" % type(self).__name__
+
+
+def _display_class(name, method):
+    return type(name, (_Display,), {method: lambda self: self.data})
+
+
+def _ipython_stand_in():
+    """Without IPython installed (E2B's template has it), a module
+    IPython.display with display() and the usual rich objects."""
+    try:
+        import IPython.display  # noqa: F401
+        return
+    except ImportError:
+        pass
+    import types
+    pkg, mod = types.ModuleType("IPython"), types.ModuleType("IPython.display")
+    mod.display = display
+    for name, method in (("Image", "_repr_png_"), ("HTML", "_repr_html_"), ("Markdown", "_repr_markdown_"),
+                         ("SVG", "_repr_svg_"), ("JSON", "_repr_json_")):
+        setattr(mod, name, _display_class(name, method))
+    pkg.display = mod
+    sys.modules["IPython"], sys.modules["IPython.display"] = pkg, mod
+
+
+_ipython_stand_in()
 _ns = {"__name__": "__main__", "__builtins__": __builtins__, "display": display}
 
 

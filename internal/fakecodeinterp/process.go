@@ -178,18 +178,32 @@ func (k *procKernel) exec(ctx context.Context, code string, out kernelOutput) (*
 				p.stdout.setDst(io.Discard)
 				p.stderr.setDst(io.Discard)
 			} else if r.Result != nil {
-				out.display(*r.Result)
+				out.display(serverResult(*r.Result))
 			}
 			p.stdout.release(r.Seq)
 			p.stderr.release(r.Seq)
+			if r.Type == "done" && r.Result != nil {
+				res := serverResult(*r.Result)
+				return &res, r.Error
+			}
 			if r.Type == "done" {
-				return r.Result, r.Error
+				return nil, r.Error
 			}
 		}
 		if interrupted {
 			ctx = context.Background() // signalled once; now wait for the answer
 		}
 	}
+}
+
+// serverResult is r as the server passes it on: a text/plain that starts
+// and ends with a single quote (a str's repr) loses them
+// (template/server/api/models/result.py Result.__init__).
+func serverResult(r Result) Result {
+	if len(r.Text) >= 2 && strings.HasPrefix(r.Text, "'") && strings.HasSuffix(r.Text, "'") {
+		r.Text = r.Text[1 : len(r.Text)-1]
+	}
+	return r
 }
 
 // process returns the running process, starting one when there is none,

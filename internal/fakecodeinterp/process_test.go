@@ -37,6 +37,11 @@ func TestProcessPython(t *testing.T) {
 	if len(ex.results) != 1 || ex.results[0]["text"] != "([1, 'a'], 'hello')" || ex.count != 2 {
 		t.Errorf("second cell: results %v count %v, want the state kept and repr text", ex.results, ex.count)
 	}
+	// The server strips the quotes of a str's repr (result.py).
+	ex = execute(t, base, map[string]any{"code": "'hello'"})
+	if len(ex.results) != 1 || ex.results[0]["text"] != "hello" {
+		t.Errorf("a str result: %v, want hello without quotes", ex.results)
+	}
 }
 
 // TestProcessPythonOrder: a display() between two prints arrives between
@@ -79,7 +84,7 @@ func TestProcessPythonErrors(t *testing.T) {
 		t.Errorf("error %v, want DeadKernelError with the exit status", ex.err)
 	}
 	ex = execute(t, base, map[string]any{"code": "'alive' if 'os' not in dir() else 'old state'"})
-	if ex.err != nil || len(ex.results) != 1 || ex.results[0]["text"] != "'alive'" {
+	if ex.err != nil || len(ex.results) != 1 || ex.results[0]["text"] != "alive" {
 		t.Errorf("after the kernel died: %v %v, want a fresh process", ex.err, ex.results)
 	}
 }
@@ -87,8 +92,8 @@ func TestProcessPythonErrors(t *testing.T) {
 func TestProcessEnvVarsAreScopedToOneExecution(t *testing.T) {
 	_, base := processServer(t, map[string]string{"KEEP": "sandbox"})
 	for _, lang := range []struct{ name, read, want, wantAfter string }{
-		{"python", "import os\nos.getenv('KEEP', 'none') + ' ' + os.getenv('ONLY', 'none')", "'call call'", "'sandbox none'"},
-		{"javascript", "(process.env.KEEP || 'none') + ' ' + (process.env.ONLY || 'none')", "'call call'", "'sandbox none'"},
+		{"python", "import os\nos.getenv('KEEP', 'none') + ' ' + os.getenv('ONLY', 'none')", "call call", "sandbox none"},
+		{"javascript", "(process.env.KEEP || 'none') + ' ' + (process.env.ONLY || 'none')", "call call", "sandbox none"},
 	} {
 		ex := execute(t, base, map[string]any{"code": lang.read, "language": lang.name, "env_vars": map[string]string{"KEEP": "call", "ONLY": "call"}})
 		if ex.err != nil || len(ex.results) != 1 || ex.results[0]["text"] != lang.want {
