@@ -1,6 +1,7 @@
 package fakeprovider_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -65,4 +66,47 @@ func TestProvider_PortRoutingInMemory(t *testing.T) {
 	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
 	res := f.doWith("GET", "https://ignored.example/", nil, map[string]string{"Host": "8000-" + id + ".sandboxkit.test"})
 	wantEdgeError(t, f.p, res, id, "The sandbox is running but port is not open", 8000)
+}
+
+// TestProvider_PortUpgrade: a connection upgrade (WebSocket's handshake)
+// to a sandbox port goes through the fake's HTTP server, and bytes then
+// flow both ways.
+func TestProvider_PortUpgrade(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") != "echo" {
+			http.Error(w, "want Upgrade: echo", http.StatusBadRequest)
+			return
+		}
+		conn, rw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		_, _ = rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+		_ = rw.Flush()
+		line, _ := rw.ReadString('\n')
+		_, _ = rw.WriteString("echo " + line)
+		_ = rw.Flush()
+	}))
+	t.Cleanup(srv.Close)
+	f := newFixture(t, &fakeprovider.Options{NewDaemon: func(c fakeprovider.DaemonConfig) fakeprovider.Daemon {
+		return &portDaemon{stubDaemon: stubDaemon{cfg: c}, server: srv.Listener.Addr().String()}
+	}})
+	id := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	fake := f.p.Start(t)
+	conn, err := net.Dial("tcp", fake.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, _ = io.WriteString(conn, "GET /ws HTTP/1.1\r\nHost: 8000-"+id+".sandboxkit.test\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n")
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v %v", err, resp)
+	}
+	_, _ = io.WriteString(conn, "ping\n")
+	if line, err := br.ReadString('\n'); err != nil || line != "echo ping\n" {
+		t.Errorf("after the upgrade: %q %v, want the server's echo", line, err)
+	}
 }
