@@ -102,3 +102,42 @@ func TestCodeInterpreterRunsRealProcesses(t *testing.T) {
 		t.Errorf("second cell: %s, want the state kept (7) and count 2", out)
 	}
 }
+
+// BenchmarkDialPort measures one connection to a server on the sandbox's
+// loopback (the code interpreter's port) through the port socket.
+func BenchmarkDialPort(b *testing.B) {
+	s := benchSandbox(b)
+	b.Cleanup(s.Close)
+	for b.Loop() {
+		c, err := s.DialPort(context.Background(), 49999)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
+
+// BenchmarkPythonCell measures one /execute of `1` in a warm python
+// context: a request through DialPort to a real python3 kernel process.
+func BenchmarkPythonCell(b *testing.B) {
+	s := benchSandbox(b)
+	b.Cleanup(s.Close)
+	client := &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return s.DialPort(ctx, 49999) },
+	}}
+	cell := func() {
+		resp, err := client.Post("http://sandbox/execute", "application/json", strings.NewReader(`{"code": "1"}`))
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(body), "end_of_execution") {
+			b.Fatalf("stream %s", body)
+		}
+	}
+	cell() // starts the kernel process
+	for b.Loop() {
+		cell()
+	}
+}
