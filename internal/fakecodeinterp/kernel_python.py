@@ -7,7 +7,6 @@
 # writes a marker line on both, so the Go side can put the answer after
 # the output the code printed before it.
 import ast
-import asyncio
 import base64
 import inspect
 import json
@@ -25,7 +24,7 @@ os.set_inheritable(4, False)
 sys.stdout.reconfigure(line_buffering=True)
 sys.stderr.reconfigure(line_buffering=True)
 _seq = 0
-_loop = asyncio.new_event_loop()
+_loop = None  # made for the first top-level await (asyncio is slow to import)
 
 # IPython's rich-display methods and the Result fields they fill.
 _REPRS = (
@@ -144,6 +143,14 @@ def _error(exc, skip):
     return {"name": type(exc).__name__, "value": str(exc), "traceback": "".join(lines).rstrip("\n")}
 
 
+def _await(coro):
+    global _loop
+    if _loop is None:
+        import asyncio
+        _loop = asyncio.new_event_loop()
+    return _loop.run_until_complete(coro)
+
+
 def _run(code, count):
     name = "Cell In[%d]" % count
     linecache.cache[name] = (len(code), None, code.splitlines(True), name)
@@ -159,12 +166,12 @@ def _run(code, count):
     try:
         r = eval(compile(tree, name, "exec", flags=flags), _ns)
         if inspect.iscoroutine(r):
-            _loop.run_until_complete(r)
+            r = _await(r)
         value = None
         if last is not None:
             value = eval(compile(last, name, "eval", flags=flags), _ns)
             if inspect.iscoroutine(value):
-                value = _loop.run_until_complete(value)
+                value = _await(value)
     except BaseException as e:  # SystemExit and KeyboardInterrupt end the cell too
         return None, _error(e, 1)
     _show_figures()

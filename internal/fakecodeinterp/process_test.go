@@ -37,6 +37,10 @@ func TestProcessPython(t *testing.T) {
 	if len(ex.results) != 1 || ex.results[0]["text"] != "([1, 'a'], 'hello')" || ex.count != 2 {
 		t.Errorf("second cell: results %v count %v, want the state kept and repr text", ex.results, ex.count)
 	}
+	ex = execute(t, base, map[string]any{"code": "import asyncio\nawait asyncio.sleep(0)\nasync def five(): return 5\nawait five()"})
+	if ex.err != nil || len(ex.results) != 1 || ex.results[0]["text"] != "5" {
+		t.Errorf("top-level await: %v %v, want 5", ex.err, ex.results)
+	}
 	// The server strips the quotes of a str's repr (result.py).
 	ex = execute(t, base, map[string]any{"code": "'hello'"})
 	if len(ex.results) != 1 || ex.results[0]["text"] != "hello" {
