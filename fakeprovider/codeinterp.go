@@ -62,6 +62,9 @@ func (t *codeInterpTable) get(d codeInterpreterDaemon, key Daemon, live map[Daem
 // sandbox was not found" for an unknown, killed or paused sandbox, 502
 // "port is not open" when its daemon cannot serve a code interpreter.
 // Every sandbox with the in-memory daemon has one, whatever its template.
+// A daemon that reaches its sandbox's ports ([PortDialer], the namespace
+// daemon) serves its own on port 49999 inside the sandbox, and the
+// request goes there.
 func (p *Provider) serveCodeInterp(w http.ResponseWriter, r *http.Request, rawID string) {
 	id := rawID
 	if short, err := shortID(rawID); err == nil {
@@ -72,6 +75,7 @@ func (p *Provider) serveCodeInterp(w http.ResponseWriter, r *http.Request, rawID
 			daemon Daemon
 			msg    = msgEdgeSandboxNotFound
 			live   = map[Daemon]bool{}
+			route  portRoute
 		)
 		p.update(func(time.Time) []Daemon {
 			for _, s := range p.sandboxes {
@@ -88,9 +92,16 @@ func (p *Provider) serveCodeInterp(w http.ResponseWriter, r *http.Request, rawID
 				msg = msgEdgePortClosed
 			default:
 				daemon = s.daemon
+				if _, inProcess := daemon.(codeInterpreterDaemon); !inProcess {
+					route = p.portRouteLocked(id, daemon, codeInterpPort())
+				}
 			}
 			return nil
 		})
+		if route.dialer != nil {
+			p.serveWithCanaries(w, r, func(w http.ResponseWriter, r *http.Request) { p.servePort(w, r, route) })
+			return
+		}
 		ci, ok := daemon.(codeInterpreterDaemon)
 		if !ok {
 			var port uint64
@@ -100,15 +111,20 @@ func (p *Provider) serveCodeInterp(w http.ResponseWriter, r *http.Request, rawID
 			p.writeEdgeError(w, r, id, msg, port)
 			return
 		}
-		srv := p.codeInterps.get(ci, daemon, live)
-		if !p.canaryMode {
-			srv.ServeHTTP(w, r)
-			return
-		}
-		cw := &canaryErrorWriter{ResponseWriter: w}
-		srv.ServeHTTP(cw, r)
-		cw.finish(p, r)
+		p.serveWithCanaries(w, r, p.codeInterps.get(ci, daemon, live).ServeHTTP)
 	})
+}
+
+// serveWithCanaries serves r with h; with [Options.Canaries] a plain-text
+// error answer gets the canary suffix (see canaryErrorWriter).
+func (p *Provider) serveWithCanaries(w http.ResponseWriter, r *http.Request, h http.HandlerFunc) {
+	if !p.canaryMode {
+		h(w, r)
+		return
+	}
+	cw := &canaryErrorWriter{ResponseWriter: w}
+	h(cw, r)
+	cw.finish(p, r)
 }
 
 // canaryErrorWriter holds back a plain-text error answer (status >= 400)

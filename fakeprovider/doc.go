@@ -250,11 +250,39 @@
 //     a cold boot changes boot_id. Namespace: the daemon has no image, so a
 //     fork or snapshot starts from the root filesystem, and resume keeps
 //     processes running.
-//   - Code interpreter (port 49999). Memory only; a namespace sandbox
-//     answers it as a sandbox without one.
-//   - Network. Both: loopback only; in namespace mode a server a command
-//     starts on 127.0.0.1 is reachable from the sandbox's other commands
-//     (not from the host: ports other than envd's are not routed).
+//   - Code interpreter (port 49999). The same /execute stream and context
+//     routes in both (internal/fakecodeinterp). Memory: the in-process
+//     Starlark-dialect Python, goja JavaScript and the built-in shell.
+//     Namespace: the sandbox serves it on its own loopback port 49999, as
+//     E2B's code-interpreter template does; each python or javascript
+//     context is one long-lived real python3 or node process of the
+//     default user, started at the context's first execution (Jupyter
+//     starts it with the context), and bash runs `bash -c` per execution.
+//     Python results carry text/plain (repr of the last expression, a
+//     str without its quotes as the server gives it) and the IPython
+//     _repr_html_/_markdown_/_svg_/_png_/_jpeg_/_json_ forms;
+//     display() and open matplotlib figures (png) are results too; where
+//     IPython is not installed, a stand-in IPython.display offers
+//     display, Image, HTML, Markdown, SVG and JSON. Output a child
+//     process writes (os.system) is the cell's stdout, which Jupyter
+//     would not show. JavaScript results are util.inspect text; a cell
+//     is a script in node's global context, so var and function
+//     declarations persist but a top-level let or const cannot be
+//     declared twice, and top-level await is a SyntaxError. A kernel
+//     process that dies ends its cell with DeadKernelError (the next
+//     execution starts a fresh one); a timeout interrupts it with SIGINT
+//     (KeyboardInterrupt; an error of the cell in node). Only the
+//     default user runs kernels, and the server is visible to the
+//     sandbox's own processes at 127.0.0.1:49999.
+//   - Network. Both: loopback only. Namespace: a request for any other
+//     port of a sandbox (host "<port>-<id>.<domain>" as the SDKs' getHost
+//     names it, or header E2b-Sandbox-Port) reaches whatever listens on
+//     that port of the sandbox's loopback (127.0.0.1, else ::1), streamed,
+//     WebSocket upgrades included; when nothing listens, the edge's 502
+//     "The sandbox is running but port is not open" with the port. The
+//     sandbox's first process dials the port inside the sandbox's network
+//     namespace and passes the connection back ([PortDialer]). Memory:
+//     ports other than envd's and the code interpreter's get that 502.
 //   - Isolation. Namespace mode is for trusted code only: sandboxes share
 //     the host's kernel and uids; root in a sandbox keeps a container
 //     runtime's default capabilities (no CAP_SYS_ADMIN), /dev is minimal.

@@ -136,7 +136,9 @@ func (p *Provider) writeEdgeError(w http.ResponseWriter, r *http.Request, id, ms
 // sandbox is unknown, expired, killed or paused it answers 502 "The sandbox
 // was not found" with the sandboxId, as the platform's edge proxy does (a
 // paused sandbox is not in the edge's routing catalog); when the port is not
-// the daemon's, or the sandbox has no daemon, 502 "port is not open".
+// the daemon's, or the sandbox has no daemon, 502 "port is not open";
+// another port of a daemon that reaches its sandbox's ports ([PortDialer])
+// goes to that port.
 func (p *Provider) serveEnvd(w http.ResponseWriter, r *http.Request, rawID, port string) {
 	id := rawID
 	if short, err := shortID(rawID); err == nil {
@@ -147,12 +149,17 @@ func (p *Provider) serveEnvd(w http.ResponseWriter, r *http.Request, rawID, port
 			daemon Daemon
 			msg    string
 			open   bool // the sandbox runs; only the port is wrong
+			route  portRoute
 		)
 		p.update(func(time.Time) []Daemon {
 			s := p.sandboxes[id]
 			switch {
 			case s == nil || s.state == StateKilling || s.state.wire() == string(StatePaused):
 				msg = msgEdgeSandboxNotFound
+			case port != envdPort() && s.daemon != nil:
+				if route = p.portRouteLocked(id, s.daemon, port); route.dialer == nil {
+					msg, open = msgEdgePortClosed, true
+				}
 			case port != envdPort() || s.daemon == nil:
 				msg, open = msgEdgePortClosed, true
 			default:
@@ -160,6 +167,10 @@ func (p *Provider) serveEnvd(w http.ResponseWriter, r *http.Request, rawID, port
 			}
 			return nil
 		})
+		if route.dialer != nil {
+			p.servePort(w, r, route)
+			return
+		}
 		if daemon == nil {
 			var n uint64
 			if open {

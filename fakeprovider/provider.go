@@ -221,7 +221,8 @@ type Provider struct {
 	sandboxes map[string]*sandboxRecord
 	snapshots map[string]*snapshotRecord // by template ID
 
-	codeInterps codeInterpTable // port 49999, see codeinterp.go
+	codeInterps    codeInterpTable // port 49999, see codeinterp.go
+	portTransports portTransports  // other ports of a PortDialer daemon, see ports.go
 
 	debugMu      sync.Mutex // serialises debugSandbox: one implicit sandbox at most
 	onDebugRoute func(DebugEvent)

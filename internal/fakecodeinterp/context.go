@@ -123,6 +123,21 @@ func (c *codeContext) restart(global map[string]string) {
 	if c.running != nil {
 		c.running(errContextRestarted)
 	}
+	closeKernel(c.kernel)
 	c.kernel = c.newKernel(c.cwd, global)
 	c.count = 0
+}
+
+// closeKernel ends the context's kernel process, if it has one (an
+// in-process kernel has nothing to end).
+func (c *codeContext) closeKernel() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	closeKernel(c.kernel)
+}
+
+func closeKernel(k kernel) {
+	if p, ok := k.(interface{ close() }); ok {
+		p.close()
+	}
 }

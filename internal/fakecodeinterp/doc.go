@@ -25,7 +25,12 @@
 // or removing a context interrupts its running execution, which ends with
 // the server's UnexpectedEndOfExecution error.
 //
-// No host process is started: every language runs inside the Go process.
+// No host process is started: every language runs inside the Go process,
+// unless [Config.Processes] is set (the fake's namespace sandboxes, inside
+// the sandbox): then each python and javascript context is a real
+// python3 or node process (process.go, kernel_python.py, kernel_node.js)
+// and bash a real `bash -c` ([Processes.Shell]), with the same wire. The
+// sections below describe the in-process interpreters.
 //
 // # Python: a Starlark dialect
 //

@@ -54,6 +54,10 @@ type Config struct {
 	// FS is the sandbox filesystem of Python's open(); without it open()
 	// raises OSError.
 	FS FS
+	// Processes, when set, runs python and javascript contexts in real
+	// interpreter processes instead of the in-process interpreters (the
+	// fake's namespace sandboxes); FS then plays no part.
+	Processes *Processes
 	// Now is the clock of the stdout/stderr timestamps; time.Now if nil.
 	Now func() time.Time
 }
@@ -116,6 +120,7 @@ func (s *Server) Close() {
 	s.closed = true
 	for id, c := range s.contexts {
 		c.interrupt(errServerClosed)
+		c.closeKernel()
 		delete(s.contexts, id)
 	}
 }
@@ -262,6 +267,9 @@ func (s *Server) createContextLocked(lang, cwd string) (*codeContext, string) {
 
 // kernelFactory returns the constructor of lang's kernel, or nil.
 func (s *Server) kernelFactory(lang string) func(cwd string, env map[string]string) kernel {
+	if p := s.cfg.Processes; p != nil && p.command(lang, nil) != nil {
+		return func(cwd string, env map[string]string) kernel { return newProcKernel(p, lang, cwd, env) }
+	}
 	switch lang {
 	case LangPython, "python3": // python3 is Jupyter's own kernel name
 		return func(cwd string, env map[string]string) kernel {
@@ -312,6 +320,7 @@ func (s *Server) handleRemoveContext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.interrupt(errContextRemoved)
+	c.closeKernel()
 	writeJSON(w, http.StatusOK, nil)
 }
 

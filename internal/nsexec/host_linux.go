@@ -30,6 +30,7 @@ import (
 type Sandbox struct {
 	id        string
 	dir       string
+	portSock  string // the port socket (ports_linux.go); "" until started
 	cmd       *exec.Cmd
 	proxy     *httputil.ReverseProxy
 	transport *http.Transport
@@ -75,6 +76,11 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 		return fmt.Errorf("nsexec: daemon socket: %w", err)
 	}
 	defer lnFile.Close()
+	portsFile, err := listenUnixFile(filepath.Join(s.dir, portSockName))
+	if err != nil {
+		return fmt.Errorf("nsexec: port socket: %w", err)
+	}
+	defer portsFile.Close()
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("nsexec: status pipe: %w", err)
@@ -91,7 +97,7 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Env = []string{roleEnv + "=" + roleInit}
 	cmd.Stdin, cmd.Stderr = bytes.NewReader(conf), &stderr
-	cmd.ExtraFiles = []*os.File{lnFile, statusW}
+	cmd.ExtraFiles = []*os.File{lnFile, statusW, portsFile} // fdListener, fdStatus, fdPorts
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNET,
 		Pdeathsig:  syscall.SIGKILL,
@@ -105,6 +111,7 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 		return fmt.Errorf("nsexec: starting the sandbox: %w", err)
 	}
 	s.cmd = cmd
+	s.portSock = filepath.Join(s.dir, portSockName)
 	line, _ := bufio.NewReader(statusR).ReadString('\n')
 	if line != readyLine {
 		_ = cmd.Process.Kill()
@@ -135,6 +142,19 @@ func (s *Sandbox) start(root string, cfg fakeenvd.Config) error {
 		},
 	}
 	return nil
+}
+
+// listenUnixFile binds a Unix socket at name and returns its listening
+// descriptor for a child to inherit; the socket file stays after it is
+// closed here.
+func listenUnixFile(name string) (*os.File, error) {
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: name, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	ln.SetUnlinkOnClose(false)
+	defer ln.Close()
+	return ln.File()
 }
 
 // maxBuffered bounds the request body of an RPC that ServeHTTP reads

@@ -44,6 +44,8 @@ func Main() {
 const (
 	fdListener = 3 // the daemon's listening socket
 	fdStatus   = 4 // the status pipe: readyLine, or nothing
+	// fdPorts (5, ports_linux.go) is the port socket; only the first
+	// process keeps it.
 )
 
 // runInit is the sandbox's first process (pid 1 of its namespace): it
@@ -61,6 +63,11 @@ func runInit() error {
 	if err := setupRoot(c); err != nil {
 		return err
 	}
+	ports, err := listenPorts()
+	if err != nil {
+		return err
+	}
+	go servePorts(ports)
 	envdConf, err := json.Marshal(c.Envd)
 	if err != nil {
 		return err
@@ -149,6 +156,9 @@ func runEnvd() error {
 	}
 	d, err := fakeenvd.NewOS(c.config())
 	if err != nil {
+		return err
+	}
+	if err := listenCodeInterpreter(d); err != nil {
 		return err
 	}
 	ln, err := net.FileListener(os.NewFile(fdListener, "listener"))
