@@ -16,8 +16,9 @@ import (
 // The per-principal cap and own-sandboxes-only specs hold a server URL to
 // what its user declares (conform --sandboxes-per-principal,
 // --own-sandboxes-only): against sandboxkit serve --http started with the
-// options both pass; against the same server started without them, while
-// the user declares them, both fail on the defect.
+// options both pass (at a cap of 3, and at serve's default of 20 with a
+// tokens file); against the same server started without them, while the
+// user declares them, both fail on the defect.
 func TestConformDeclaredPrincipalPolicies(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the sandboxkit binary")
@@ -29,15 +30,21 @@ func TestConformDeclaredPrincipalPolicies(t *testing.T) {
 	writeFile(t, tokens, "alice alice-token-0123456789\nbob bob-token-0123456789\n")
 	writeFile(t, second, "bob-token-0123456789\n")
 	for _, c := range []struct {
-		name  string
-		serve string
-		want  map[string]string // spec instance: its state, or what its failure says
+		name    string
+		serve   string
+		declare string            // conform --sandboxes-per-principal
+		want    map[string]string // spec instance: its state, or what its failure says
 	}{
-		{"server-keeps-them", "--sandboxes-per-principal 3 --own-sandboxes-only", map[string]string{
+		{"server-keeps-them", "--sandboxes-per-principal 3 --own-sandboxes-only", "3", map[string]string{
 			"cleanup.principal-sandbox-cap":         "passed",
 			"handles.own-sandboxes-only@2026-07-28": "passed",
 		}},
-		{"server-without-them", "--sandboxes-per-principal 0", map[string]string{
+		// serve's default cap with a tokens file: the spec's leased
+		// sandboxes must not outlive it.
+		{"server-default-cap", "--own-sandboxes-only", "20", map[string]string{
+			"cleanup.principal-sandbox-cap": "passed",
+		}},
+		{"server-without-them", "--sandboxes-per-principal 0", "3", map[string]string{
 			"cleanup.principal-sandbox-cap":         "at its declared cap of 3 live sandboxes succeeded",
 			"handles.own-sandboxes-only@2026-07-28": "of an external sandbox on a confined server succeeded",
 		}},
@@ -49,7 +56,7 @@ func TestConformDeclaredPrincipalPolicies(t *testing.T) {
 				"--server-url", "http://"+addr+"/mcp",
 				"--server-cmd", bin+" serve --http "+addr+" --tokens-file "+tokens+" "+c.serve,
 				"--header", "Authorization: Bearer alice-token-0123456789", "--second-token-file", second,
-				"--sandboxes-per-principal", "3", "--own-sandboxes-only",
+				"--sandboxes-per-principal", c.declare, "--own-sandboxes-only",
 				"--focus", "principal-sandbox-cap|own-sandboxes-only", "--json-report", report)
 			cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
 			out, _ := cmd.CombinedOutput() // the exit status is the specs' outcome, read from the report
