@@ -15,7 +15,7 @@ import (
 // knows the in-process reference server's own policies; for another
 // server, [Config.Policies] is what its user declares (conform
 // --strict-messages, --sandboxes-per-session, --max-sessions,
-// --client-ip-header).
+// --client-ip-header, --sandboxes-per-principal, --own-sandboxes-only).
 type Policies struct {
 	// StrictMessages: the server refuses a malformed JSON-RPC message
 	// (-32700 or -32600) and keeps serving (WIRE rules). Without it a WIRE
@@ -37,6 +37,19 @@ type Policies struct {
 	// spec cleanup.eviction-from-largest-holder sends its three clients'
 	// sessions through it to a server URL, with MaxSessions.
 	ClientIPHeader string
+	// SandboxesPerPrincipal is the most live sandboxes one principal may
+	// hold at once, in both eras (QUOTA-4; the reference server: serve
+	// --sandboxes-per-principal). Spec cleanup.principal-sandbox-cap fills
+	// it as the kit's first principal, so declare it for a server whose
+	// sandboxes of that principal are the run's alone; it needs the
+	// second principal too ([Config.SecondToken]). In-process the kit
+	// serves a reference server of its own at a cap of its choosing.
+	SandboxesPerPrincipal int
+	// OwnSandboxesOnly: the server confines each principal to the
+	// sandboxes created for it (HANDLE-6; the reference server: serve
+	// --own-sandboxes-only). In-process the kit serves a reference server
+	// of its own with the option.
+	OwnSandboxesOnly bool
 }
 
 // referencePolicies returns the in-process reference server's own

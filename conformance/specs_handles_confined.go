@@ -12,9 +12,9 @@ import (
 )
 
 // confinedOptional says where the own-sandboxes spec applies: the kit
-// declares the option itself.
-const confinedOptional = "serves a reference server of its own with --own-sandboxes-only declared: " +
-	"runs only against the in-process reference server"
+// declares the option itself, or the user does.
+const confinedOptional = "in-process the kit serves a reference server of its own with --own-sandboxes-only; " +
+	"another server is held to it only where its user declares it (conform --own-sandboxes-only)"
 
 // specOwnSandboxesOnly checks a server that confines each principal to its
 // own sandboxes (HANDLE-6): an external ID is not_found as an unknown one,
@@ -62,39 +62,12 @@ func specOwnSandboxesOnly() Spec {
 	}
 }
 
-// confinedSession opens a session, in the spec's era, with a server of the
-// target's that declares HANDLE-6, or skips the spec where the target has
-// none.
+// confinedSession opens a session, in the spec's era, with a server that
+// declares HANDLE-6: the kit's own, or the server under test where its
+// user declares it; or skips the spec.
 func confinedSession(ctx context.Context, tc *TestContext) *Session {
 	ginkgo.GinkgoHelper()
-	ds := declaredEndpoint(tc, "--own-sandboxes-only", func(d *server.Deps) { d.OwnSandboxesOnly = true })
+	ds := declaredEndpoint(tc, "--own-sandboxes-only", tc.Config.declared().OwnSandboxesOnly, 1,
+		func(d *server.Deps) { d.OwnSandboxesOnly = true })
 	return declaredSession(ctx, tc, ds, 0, tc.era.version())
-}
-
-// declaredEndpoint starts the target's server with the policy declare
-// sets (flag names it), or skips the spec where the target cannot declare
-// one of its own.
-func declaredEndpoint(tc *TestContext, flag string, declare func(*server.Deps)) *declaredServer {
-	ginkgo.GinkgoHelper()
-	dt, ok := tc.run.target.(declaredTarget)
-	if !ok {
-		ginkgo.Skip(NotApplicablePrefix + ": the kit declares " + flag + " only for the in-process reference server")
-	}
-	ds, err := dt.declaredServer(declare)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with %s", flag)
-	ginkgo.DeferCleanup(ds.stop)
-	return ds
-}
-
-// declaredSession opens a connection at version with ds as the kit's
-// principal 0 or 1.
-func declaredSession(ctx context.Context, tc *TestContext, ds *declaredServer, principal int, version string) *Session {
-	ginkgo.GinkgoHelper()
-	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
-	defer cancel()
-	conn, err := connectHTTPWith(cctx, ds.endpoint, ds.client(principal), version)
-	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the kit's declared server as principal %d", principal+1)
-	s := &Session{tc: tc, conn: conn}
-	tc.track(s)
-	return s
 }

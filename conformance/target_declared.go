@@ -5,6 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+
 	"github.com/sandboxkit/sandboxkit/server"
 )
 
@@ -51,4 +54,67 @@ func (t *inProcessTarget) declaredServer(declare func(*server.Deps)) (*declaredS
 		hs.Close()
 	}
 	return &declaredServer{endpoint: hs.URL + server.MCPPath, stop: stop}, nil
+}
+
+// policyServer is where a spec of a declared policy runs: a reference
+// server of the kit's own that declares it (in-process), or the server
+// under test, whose user declares it (conform --own-sandboxes-only,
+// --sandboxes-per-principal).
+type policyServer struct {
+	// own: the kit's own server, at the policy the kit chose.
+	own bool
+	// connect opens a connection at version as the kit's principal 0 or 1.
+	connect func(ctx context.Context, version string, principal int) (*clientConn, error)
+}
+
+// declaredEndpoint starts a server of the target's own with the policy
+// declare sets (flag names it), or takes the server under test where
+// userDeclared, reached as principals of it (1, or 2: then the target
+// needs a second principal), or skips the spec as not applicable.
+func declaredEndpoint(tc *TestContext, flag string, userDeclared bool, principals int, declare func(*server.Deps)) *policyServer {
+	ginkgo.GinkgoHelper()
+	if dt, ok := tc.run.target.(declaredTarget); ok {
+		ds, err := dt.declaredServer(declare)
+		gomega.Expect(err).NotTo(gomega.HaveOccurred(), "start a server with %s", flag)
+		ginkgo.DeferCleanup(ds.stop)
+		return &policyServer{own: true, connect: func(ctx context.Context, version string, principal int) (*clientConn, error) {
+			return connectHTTPWith(ctx, ds.endpoint, ds.client(principal), version)
+		}}
+	}
+	if !userDeclared {
+		ginkgo.Skip(NotApplicablePrefix + ": the server's " + flag + " is not declared (declare it with conform " + flag +
+			"; in-process the kit serves a reference server of its own with it)")
+	}
+	ps := &policyServer{connect: func(ctx context.Context, version string, _ int) (*clientConn, error) {
+		return tc.target.connect(ctx, version)
+	}}
+	if principals < 2 {
+		return ps
+	}
+	pt, ok := tc.run.target.(principalTarget)
+	if ok {
+		_, _, ok = pt.principalHTTP(1)
+	}
+	if !ok {
+		ginkgo.Skip(NotApplicablePrefix + ": this spec of " + flag + " needs two principals of the server, and the kit knows one " +
+			"(a server URL with --second-token-file has two)")
+	}
+	ps.connect = func(ctx context.Context, version string, principal int) (*clientConn, error) {
+		conn, _, err := pt.connectAs(ctx, version, principal)
+		return conn, err
+	}
+	return ps
+}
+
+// declaredSession opens a connection at version with ps as the kit's
+// principal 0 or 1.
+func declaredSession(ctx context.Context, tc *TestContext, ps *policyServer, principal int, version string) *Session {
+	ginkgo.GinkgoHelper()
+	cctx, cancel := context.WithTimeout(ctx, tc.Config.CallTimeout)
+	defer cancel()
+	conn, err := ps.connect(cctx, version, principal)
+	gomega.Expect(err).NotTo(gomega.HaveOccurred(), "connect to the declared server as principal %d", principal+1)
+	s := &Session{tc: tc, conn: conn}
+	tc.track(s)
+	return s
 }

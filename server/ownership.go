@@ -15,8 +15,9 @@ import (
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
-// Metadata keys of ownership. Every sandbox the server creates carries all
-// three, next to [CreateTagKey], as platform metadata set at create: the
+// Metadata keys of ownership. Every sandbox a 2025 session creates carries
+// all three, next to [CreateTagKey], as platform metadata set at create
+// (a leased sandbox carries [PrincipalTagKey] instead): the
 // platform keeps that record, returns it in list results and filters on it,
 // so who owns what survives the owner's process. Metadata never reaches a
 // tool result (META-4).

@@ -166,8 +166,8 @@ create stay reachable by ID, unless --own-sandboxes-only confines each
 principal to the sandboxes created for it: then any other ID is not_found,
 and list_sandboxes lists only the principal's 2026-07-28 sandboxes.
 
-Ownership and crashes. Every sandbox the server creates carries platform
-metadata naming its owner: sandboxkit_instance (the --instance ID, or
+Ownership and crashes. Every sandbox a 2025 session creates carries
+platform metadata naming its owner: sandboxkit_instance (the --instance ID, or
 $SANDBOXKIT_INSTANCE), sandboxkit_boot (this life of the process) and
 sandboxkit_session (and the session's principal,
 sandboxkit_session_principal); each sandbox's ID is logged when it is created and
