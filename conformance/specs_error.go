@@ -368,7 +368,9 @@ func errsControlModes() []errsMode {
 			}},
 	}
 	for _, dt := range errsDataTools {
+		// e2b 1.x connects to an existing sandbox with GET /sandboxes/{id}.
 		modes = append(modes, errsMode{name: dt.tool + "(external)", tool: dt.tool, op: sandbox.OpConnectSandbox,
+			alt:  []string{sandbox.OpGetSandbox},
 			args: func(e *errsEnv) map[string]any { return withArgs(dt.args, "sandbox_id", e.external) }})
 	}
 	return append(modes, errsMode{name: "run_code(one-shot)", tool: "run_code", op: sandbox.OpCreateSandbox, oneShot: true,
