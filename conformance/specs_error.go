@@ -392,7 +392,9 @@ func errsPlatformModes() []errsMode {
 func errsInterpreterModes() []errsMode {
 	return []errsMode{{name: "run_code(one-shot) execute", tool: "run_code",
 		op: fakeprovider.OpCodeInterpreterExecute, alt: []string{sandbox.OpProcessStart}, oneShot: true,
-		args: func(*errsEnv) map[string]any { return map[string]any{"code": "echo zq-errs", "language": "bash"} }}}
+		// Only code, in the default language (python): the create mode's
+		// arguments, which any run_code takes.
+		args: func(*errsEnv) map[string]any { return map[string]any{"code": `print("zq-errs")`} }}}
 }
 
 // errsEnvdFileModes are the data-plane tools whose in-sandbox call is a
