@@ -9,10 +9,10 @@ import (
 )
 
 // codeInterpLeaks are the specs the unfixed code-interpreter fixture
-// fails for its leak: a failed create comes back as the platform's raw
-// answer, message, request URL and canary included (ERR-3, caught by
-// leakage.faults), and not in the contract's error shape (ERR-2, the
-// errors matrix on run_code's own create).
+// fails for its leak: a failed create or /execute comes back as the
+// platform's raw answer, message, request URL and canary included (ERR-3,
+// caught by leakage.faults), and not in the contract's error shape (ERR-2,
+// the errors matrix on run_code's own create and on its /execute).
 var codeInterpLeaks = bothEras(
 	"errors.malformed", "errors.reset", "errors.status-400", "errors.status-401", "errors.status-403",
 	"errors.status-404", "errors.status-409", "errors.status-429", "errors.status-500", "errors.status-502",
@@ -92,9 +92,10 @@ func TestKitOnCodeInterpreterFixture(t *testing.T) {
 // and the specs whose fault targets the create debug mode never makes are
 // inconclusive (never exercised), not failed. The fixed fork gets no
 // failure and its run_code specs pass on the fake's interpreter; the
-// unfixed one fails exactly the spec of the defect that lies on the code's
-// path to the interpreter (the dropped error line), which is how the kit
-// tells the two apart through the 1.x path.
+// unfixed one fails exactly the specs of the defects that lie on the code's
+// path to the interpreter: the dropped error line, and the raw answer of a
+// faulted /execute (the faults on the create stay never exercised), which
+// is how the kit tells the two apart through the 1.x path.
 func TestKitReachesE2B1DebugFixture(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the kit twice")
@@ -117,13 +118,13 @@ func TestKitReachesE2B1DebugFixture(t *testing.T) {
 		if strings.Contains(sum, "the fake saw no request") || strings.Contains(sum, causeLeak) {
 			t.Errorf("the kit did not reach the fixture, or blamed it for the fake's own debug sandbox:\n%s", sum)
 		}
-		if !strings.Contains(sum, "fault never exercised") {
-			t.Errorf("the faults on the create debug mode never makes are not reported as never exercised:\n%s", sum)
-		}
 		return sum
 	}
 
 	sum := run("-fixed -e2b1-debug")
+	if !strings.Contains(sum, "fault never exercised") {
+		t.Errorf("the faults on the create debug mode never makes are not reported as never exercised:\n%s", sum)
+	}
 	if got := failedSpecs(sum); len(got) != 0 {
 		t.Errorf("the fixed fork got failures through the 1.x path: %v", got)
 	}
@@ -134,8 +135,12 @@ func TestKitReachesE2B1DebugFixture(t *testing.T) {
 	}
 
 	sum = run("-e2b1-debug")
-	if got := failedSpecs(sum); !slices.Equal(got, codeInterpDroppedErrors) {
-		t.Errorf("the unfixed fork through the 1.x path failed %v\nwant exactly those of its dropped error line %v", got, codeInterpDroppedErrors)
+	want := slices.Sorted(slices.Values(append(slices.Clone(codeInterpLeaks), codeInterpDroppedErrors...)))
+	if got := failedSpecs(sum); !slices.Equal(got, want) {
+		t.Errorf("the unfixed fork through the 1.x path failed %v\nwant exactly those of its dropped error line and its raw /execute errors %v", got, want)
+	}
+	if !strings.Contains(sum, "run_code(one-shot) execute") || !strings.Contains(sum, `holds the secret "canary-err-`) {
+		t.Errorf("the summary does not name the leak on the faulted /execute:\n%s", sum)
 	}
 	if !strings.Contains(sum, "a non-zero exit of the program is a result") {
 		t.Errorf("the summary does not say what the dropped error line broke:\n%s", sum)

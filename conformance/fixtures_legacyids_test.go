@@ -62,14 +62,7 @@ func TestKitOnLegacyIDFixture(t *testing.T) {
 	}
 	bins := buildFixtures(t, "./internal/fixtures/legacyids")
 	run := func(args ...string) (summary string, passed []string) {
-		report := filepath.Join(t.TempDir(), "report.json")
-		cmd := exec.Command(bins["sandboxkit"], "conform", "--server-cmd", strings.Join(append([]string{bins["legacyids"]}, args...), " "),
-			"--profile", "explicit-ids", "--label-filter", legacyIDFilter, "--json-report", report)
-		cmd.Env = os.Environ()
-		out, _ := cmd.CombinedOutput()
-		summary = summaryOf(string(out))
-		t.Logf("kit output for legacyids %v: %d lines; summary:\n%s", args, strings.Count(string(out), "\n"), summary)
-		return summary, passedSpecs(t, report)
+		return runLegacyIDs(t, bins, legacyIDFilter, args...)
 	}
 
 	sum, passed := run("-fixed")
@@ -102,6 +95,45 @@ func TestKitOnLegacyIDFixture(t *testing.T) {
 	sum, _ = run()
 	if !strings.Contains(sum, "named sandbox ") || !strings.Contains(sum, "but its daemon requests went to sandbox") {
 		t.Errorf("the kit did not report the unfixed fork's call that named one sandbox and acted on another:\n%s", sum)
+	}
+}
+
+// runLegacyIDs runs the kit with --profile explicit-ids and filter against
+// the legacy-ID fixture started with args, and returns the summary and the
+// passed specs.
+func runLegacyIDs(t *testing.T, bins map[string]string, filter string, args ...string) (summary string, passed []string) {
+	t.Helper()
+	report := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(bins["sandboxkit"], "conform", "--server-cmd", strings.Join(append([]string{bins["legacyids"]}, args...), " "),
+		"--profile", "explicit-ids", "--label-filter", filter, "--json-report", report)
+	cmd.Env = os.Environ()
+	out, _ := cmd.CombinedOutput()
+	summary = summaryOf(string(out))
+	t.Logf("kit output for legacyids %v (%s): %d lines; summary:\n%s", args, filter, strings.Count(string(out), "\n"), summary)
+	return summary, passedSpecs(t, report)
+}
+
+// TestKitFaultsLegacyIDFixtureLists runs the errors matrix against the
+// fixed legacy-ID fixture, whose e2b 1.x client lists with the v1
+// GET /sandboxes and connects with GET /sandboxes/{id}: the matrix faults
+// those routes too, so every errors.status-*, reset and malformed spec is
+// exercised (none inconclusive) and passes on the fork, which maps them.
+func TestKitFaultsLegacyIDFixtureLists(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the kit")
+	}
+	bins := buildFixtures(t, "./internal/fixtures/legacyids")
+	sum, passed := runLegacyIDs(t, bins, "era-legacy && errors", "-fixed")
+	if got := failedSpecs(sum); len(got) != 0 {
+		t.Errorf("the fixed fork failed %v under the errors matrix", got)
+	}
+	if strings.Contains(sum, "fault never exercised") {
+		t.Errorf("a fault of the errors matrix missed the fork's 1.x requests:\n%s", sum)
+	}
+	for _, f := range errsFaults() {
+		if id := "errors." + f.name; !slices.Contains(passed, id) {
+			t.Errorf("%s did not pass against the fixed fork", id)
+		}
 	}
 }
 

@@ -56,7 +56,7 @@ func errorSpecs() []Spec {
 		}
 		specs = append(specs, Spec{
 			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body: errsMatrix(errsControlModes, []errsFault{f}),
+			Body: errsMatrix(errsPlatformModes, []errsFault{f}),
 		})
 	}
 	specs = append(specs,
@@ -224,6 +224,40 @@ func (f errsFault) inject(tc *TestContext, op, body string) *fakeprovider.FaultH
 	return tc.Fake.InjectFault(fakeprovider.Fault{Op: op, Status: f.status, Body: body, Reset: f.reset, Malformed: f.malformed})
 }
 
+// errsInjected are the faults of one case: on a mode's op and on each of
+// its alternatives.
+type errsInjected []*fakeprovider.FaultHandle
+
+// injectMode installs f on m's op and alternatives.
+func (f errsFault) injectMode(tc *TestContext, m errsMode, body string) errsInjected {
+	var hs errsInjected
+	for _, op := range append([]string{m.op}, m.alt...) {
+		hs = append(hs, f.inject(tc, op, body))
+	}
+	return hs
+}
+
+// Hits is how many requests met any of the faults.
+func (hs errsInjected) Hits() int {
+	n := 0
+	for _, h := range hs {
+		n += h.Hits()
+	}
+	return n
+}
+
+// Clear removes every fault.
+func (hs errsInjected) Clear() {
+	for _, h := range hs {
+		h.Clear()
+	}
+}
+
+// opsText names m's op, and its alternatives, for a report.
+func (m errsMode) opsText() string {
+	return strings.Join(append([]string{m.op}, m.alt...), " or ")
+}
+
 // errsEnv is what the modes of one spec share: a session, an owned sandbox
 // and an external (seeded) one.
 type errsEnv struct {
@@ -256,6 +290,10 @@ type errsMode struct {
 	name string
 	tool string
 	op   string
+	// alt are further operations the call may make in op's place (a 1.x
+	// SDK's v1 list, a code interpreter's /execute): the fault is
+	// injected on each, and the case is exercised when the call met any.
+	alt []string
 	// bodiless: the operation's success carries no body, so a malformed
 	// body is not observable and the call may succeed.
 	bodiless bool
@@ -306,7 +344,9 @@ var errsDataTools = []struct {
 // sandbox, which it reaches through the platform's connect call (RENEW-2).
 func errsControlModes() []errsMode {
 	modes := []errsMode{
-		{name: "list_sandboxes", tool: "list_sandboxes", op: sandbox.OpListSandboxes,
+		// A 1.x SDK lists with the v1 route (LIST-1 fails it, but its
+		// errors are still ERR-1's to map).
+		{name: "list_sandboxes", tool: "list_sandboxes", op: sandbox.OpListSandboxes, alt: []string{sandbox.OpListSandboxesV1},
 			args: func(*errsEnv) map[string]any { return map[string]any{} }},
 		{name: "get_sandbox(external)", tool: "get_sandbox", op: sandbox.OpGetSandbox,
 			args: func(e *errsEnv) map[string]any { return map[string]any{"sandbox_id": e.external} }},
@@ -328,11 +368,33 @@ func errsControlModes() []errsMode {
 			}},
 	}
 	for _, dt := range errsDataTools {
+		// e2b 1.x connects to an existing sandbox with GET /sandboxes/{id}.
 		modes = append(modes, errsMode{name: dt.tool + "(external)", tool: dt.tool, op: sandbox.OpConnectSandbox,
+			alt:  []string{sandbox.OpGetSandbox},
 			args: func(e *errsEnv) map[string]any { return withArgs(dt.args, "sandbox_id", e.external) }})
 	}
 	return append(modes, errsMode{name: "run_code(one-shot)", tool: "run_code", op: sandbox.OpCreateSandbox, oneShot: true,
 		args: func(*errsEnv) map[string]any { return map[string]any{"code": "echo zq-errs"} }})
+}
+
+// errsPlatformModes are the modes of the errors.status-*, reset and
+// malformed specs and of leakage.faults: the control-plane modes and the
+// code interpreter's.
+func errsPlatformModes() []errsMode {
+	return append(errsControlModes(), errsInterpreterModes()...)
+}
+
+// errsInterpreterModes fault the call that runs a one-shot server's code
+// once its create succeeded: the code interpreter's /execute (port 49999),
+// or the daemon's process start for a server that runs code as a command.
+// A failed execution is the provider's answer like any other: mapped
+// (ERR-1, ERR-2), never relayed raw (ERR-3).
+func errsInterpreterModes() []errsMode {
+	return []errsMode{{name: "run_code(one-shot) execute", tool: "run_code",
+		op: fakeprovider.OpCodeInterpreterExecute, alt: []string{sandbox.OpProcessStart}, oneShot: true,
+		// Only code, in the default language (python): the create mode's
+		// arguments, which any run_code takes.
+		args: func(*errsEnv) map[string]any { return map[string]any{"code": `print("zq-errs")`} }}}
 }
 
 // errsEnvdFileModes are the data-plane tools whose in-sandbox call is a
@@ -349,9 +411,15 @@ func errsEnvdFileModes() []errsMode {
 		if !ok {
 			continue
 		}
-		modes = append(modes, errsMode{name: dt.tool + "(owned)", tool: dt.tool, op: op, owned: true,
+		m := errsMode{name: dt.tool + "(owned)", tool: dt.tool, op: op, owned: true,
 			content: op == sandbox.OpFilesDownload,
-			args:    func(*errsEnv) map[string]any { return dt.args }})
+			args:    func(*errsEnv) map[string]any { return dt.args }}
+		if dt.tool == "run_code" {
+			// A server built on the code interpreter posts the code to
+			// its /execute in place of the upload.
+			m.alt = []string{fakeprovider.OpCodeInterpreterExecute}
+		}
+		modes = append(modes, m)
 	}
 	return modes
 }
@@ -528,7 +596,7 @@ func (c *errsChecker) success(label string, r *Result) {
 // When the call failed, its answer is quoted: it usually says why the
 // call never got as far (an argument the tool refuses), and the summary
 // groups the specs by that cause.
-func (c *errsChecker) faultHit(label string, h *fakeprovider.FaultHandle, op string, r *Result) bool {
+func (c *errsChecker) faultHit(label string, h interface{ Hits() int }, op string, r *Result) bool {
 	if h.Hits() > 0 {
 		return true
 	}
@@ -583,11 +651,11 @@ func failureLine(s string) string {
 // succeed.
 func (env *errsEnv) runCase(c *errsChecker, m errsMode, f errsFault) {
 	args := m.args(env)
-	h := f.inject(env.tc, m.op, "")
+	h := f.injectMode(env.tc, m, "")
 	r := env.s.Call(env.ctx, m.tool, args)
 	h.Clear()
 	label := m.name + " " + f.name
-	if !c.faultHit(label, h, m.op, r) {
+	if !c.faultHit(label, h, m.opsText(), r) {
 		if r.IsError {
 			// Whatever stopped the call, its error must not leak (ERR-3):
 			// a defect the unexercised fault must not hide.

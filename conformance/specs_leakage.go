@@ -165,18 +165,18 @@ func specFaults(ctx context.Context, tc *TestContext) {
 			faults = append(faults, fault{f: errsFault{name: fmt.Sprintf("status-%d-bait", st), status: st}, body: b})
 		}
 	}
-	modes := append(append(errsControlModes(), errsEnvdFileModes()...), errsEnvdRPCModes()...)
+	modes := append(append(errsPlatformModes(), errsEnvdFileModes()...), errsEnvdRPCModes()...)
 	for _, m := range modes {
 		if !env.usable(m) {
 			continue
 		}
 		for _, k := range faults {
 			args := m.args(env)
-			h := k.f.inject(tc, m.op, k.body)
+			h := k.f.injectMode(tc, m, k.body)
 			r := env.s.Call(ctx, m.tool, args)
 			h.Clear()
 			label := m.name + " " + k.f.name
-			c.faultHit(label, h, m.op, r)
+			c.faultHit(label, h, m.opsText(), r)
 			if !(k.f.malformed && m.content) {
 				// (A download's body is the file: a malformed one is content.)
 				c.noLeak(label, r.JSON, leakRawMsg, leakRawHost)

@@ -19,10 +19,8 @@ import (
 // without any daemon request to the sandbox it named while its daemon
 // requests went to another.
 
-// wrongSandboxRule is the rule a call on the wrong sandbox breaks: the
-// contract's tools act on the sandbox the call names (SESSION-2 says which
-// sandbox a call without one uses; with one, that one).
-const wrongSandboxRule = "SESSION-2"
+// wrongSandboxRule is the rule a call on the wrong sandbox breaks.
+const wrongSandboxRule = summary.WrongSandboxRule
 
 // daemonTools are the tools whose work is done by a sandbox's daemon.
 var daemonTools = map[string]bool{
@@ -126,6 +124,6 @@ func (tc *TestContext) checkWrongSandbox() {
 	for _, w := range wrong {
 		ginkgo.AddReportEntry(summary.EntryDefect, summary.DefectValue(wrongSandboxRule, w), ginkgo.ReportEntryVisibilityNever)
 	}
-	ginkgo.Fail(fmt.Sprintf("%s: %s acted on another sandbox than the one named:\n  %s",
-		wrongSandboxRule, plural(len(wrong), "call", "calls"), strings.Join(wrong, "\n  ")))
+	// One line: the summary groups it under its own rule by the prefix.
+	ginkgo.Fail(fmt.Sprintf("%s: %s", summary.WrongSandboxPrefix, strings.Join(wrong, "; ")))
 }

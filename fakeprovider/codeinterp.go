@@ -13,6 +13,12 @@ import (
 	"github.com/sandboxkit/sandboxkit/internal/fakecodeinterp"
 )
 
+// OpCodeInterpreterExecute is the code interpreter's POST /execute on a
+// sandbox's port 49999, which runs code and streams its output: the
+// operation its journal entries carry, and one a [Fault] may name (a
+// server relaying the interpreter's failed answer raw is caught there).
+const OpCodeInterpreterExecute = fakecodeinterp.OpExecute
+
 // codeInterpPort returns the code interpreter's port as it appears in hosts and
 // the E2b-Sandbox-Port header. @e2b/code-interpreter 2.8.0 reaches it like
 // envd: on E2B_SANDBOX_URL with headers E2b-Sandbox-Id and

@@ -73,3 +73,31 @@ func TestProvider_CodeInterpreterCanaryErrors(t *testing.T) {
 		t.Errorf("stream %d %q", res.status, res.body)
 	}
 }
+
+// TestProvider_CodeInterpreterFault: a fault may name the interpreter's
+// /execute; it answers that route of the sandbox it names only, with the
+// fake's error body (a canary with Canaries), and a cleared fault lets the
+// stream through again.
+func TestProvider_CodeInterpreterFault(t *testing.T) {
+	f := newFixture(t, &fakeprovider.Options{Canaries: true})
+	a := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	b := f.p.AddSandbox(fakeprovider.SandboxSeed{})
+	h := func(id string) map[string]string {
+		return map[string]string{"E2b-Sandbox-Id": id, "E2b-Sandbox-Port": "49999", "Content-Type": "application/json"}
+	}
+	fault := f.p.InjectFault(fakeprovider.Fault{Op: fakeprovider.OpCodeInterpreterExecute, SandboxID: a, Status: 502})
+	res := f.doWith("POST", "https://x/execute", map[string]any{"code": "6 * 7"}, h(a))
+	if _, leaked := f.p.FindCanary(string(res.body)); res.status != 502 || !leaked {
+		t.Errorf("faulted /execute: %d %q, want 502 with a canary", res.status, res.body)
+	}
+	if res := f.doWith("POST", "https://x/execute", map[string]any{"code": "6 * 7"}, h(b)); res.status != 200 {
+		t.Errorf("the other sandbox's /execute met the fault: %d %q", res.status, res.body)
+	}
+	if fault.Hits() != 1 {
+		t.Errorf("fault hits %d, want 1", fault.Hits())
+	}
+	fault.Clear()
+	if res := f.doWith("POST", "https://x/execute", map[string]any{"code": "6 * 7"}, h(a)); res.status != 200 || !strings.Contains(string(res.body), `"text":"42"`) {
+		t.Errorf("after Clear: %d %q", res.status, res.body)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sandboxkit/sandboxkit/internal/fakecodeinterp"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -22,7 +23,8 @@ import (
 // it down). Drip applies to whichever body is then written: the fault's own
 // or the handler's.
 type Fault struct {
-	// Op is the route-table operation to match (a sandbox.Op* constant);
+	// Op is the route-table operation to match (a sandbox.Op* constant, or
+	// a route of the code interpreter such as [OpCodeInterpreterExecute]);
 	// "" matches every request, including unknown routes.
 	Op string
 	// SandboxID is the sandbox to match; "" matches any (and none).
@@ -91,9 +93,10 @@ type faultTable struct {
 	handles []*FaultHandle
 }
 
-// knownOps lists every operation a Fault may name.
+// knownOps lists every operation a Fault may name: the platform's, the
+// daemon's and the code interpreter's (port 49999).
 func knownOps() []string {
-	return append(sandbox.ControlPlaneOps(), sandbox.EnvdOps()...)
+	return slices.Concat(sandbox.ControlPlaneOps(), sandbox.EnvdOps(), fakecodeinterp.Ops())
 }
 
 // InjectFault installs f and returns its handle. When several faults match

@@ -97,7 +97,7 @@ func New(cfg Config) *Server {
 func (s *Server) routes() *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, "OK") })
-	mux.HandleFunc("POST /execute", s.handleExecute)
+	mux.HandleFunc(OpExecute, s.handleExecute)
 	mux.HandleFunc("POST /contexts", s.handleCreateContext)
 	mux.HandleFunc("GET /contexts", s.handleListContexts)
 	mux.HandleFunc("POST /contexts/{id}/restart", s.handleRestartContext)
@@ -363,6 +363,15 @@ func newContextID() string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
+// OpExecute is the route that runs code and streams its output (the
+// journal's and fault table's operation for it).
+const OpExecute = "POST /execute"
+
+// Ops lists every route [Op] names, in a stable order.
+func Ops() []string {
+	return []string{"GET /health", OpExecute, "GET /contexts", "POST /contexts", "POST /contexts/{id}/restart", "DELETE /contexts/{id}"}
+}
+
 // Op names the route r matches as "METHOD /pattern" (the journal's and
 // fault table's operation for a request to port 49999), or "" for none.
 func Op(r *http.Request) string {
@@ -371,7 +380,7 @@ func Op(r *http.Request) string {
 	case p == "/health" && r.Method == http.MethodGet:
 		return "GET /health"
 	case p == "/execute" && r.Method == http.MethodPost:
-		return "POST /execute"
+		return OpExecute
 	case p == "/contexts" && (r.Method == http.MethodGet || r.Method == http.MethodPost):
 		return r.Method + " /contexts"
 	}

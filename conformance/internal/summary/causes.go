@@ -329,6 +329,11 @@ func writeFailures(w io.Writer, r ginkgo.Report, cat Catalog) {
 				// left-behind sandboxes: the leak check would say it twice.
 			case strings.HasPrefix(line, LeakPrefix):
 				add("leak", CauseLeak, id, []string{"SESSION-1"}, truncate(strings.TrimPrefix(line, LeakPrefix+": "), 400))
+			case strings.HasPrefix(line, WrongSandboxPrefix):
+				// A finding of its own rule, like a leak: not under the
+				// running spec's rules, and shown whatever else it failed.
+				add("wrong-sandbox", CauseWrongSandbox, id, []string{WrongSandboxRule},
+					truncate(strings.TrimPrefix(line, WrongSandboxPrefix+": "), 400))
 			case primary:
 				if cause := entryValue(sr, EntryCause); cause != "" {
 					add("cause:"+cause, cause, id, nil, "")

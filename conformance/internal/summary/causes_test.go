@@ -2,6 +2,7 @@ package summary
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,5 +104,40 @@ func TestGroupHeadingNamesTheToolsCalled(t *testing.T) {
 	writeFailures(&b, r, testCatalog())
 	if want := `FAIL [EXEC-2] run_command (2), kill_sandbox (1), write_file (1): protocol error: calling "tools/call": EOF`; !strings.Contains(b.String(), want) {
 		t.Errorf("the heading does not name the tools called; want %q:\n%s", want, b.String())
+	}
+}
+
+// A call that acted on another sandbox than it named is a finding under
+// its own rule (SESSION-2), not the running spec's, whether it is the
+// spec's only failure or follows another; JSON and JUnit readers see the
+// rule among the spec's labels.
+func TestWrongSandboxHasItsOwnRule(t *testing.T) {
+	wrong := WrongSandboxPrefix + ": run_command named sandbox ia, but its daemon requests went to sandbox ib"
+	alone := failedSpec("leakage.dataplane-success", "LIST-1", wrong)
+	after := failedSpec("exec.run-code-bash", "EXEC-2", "run_code: want stdout hi")
+	after.AdditionalFailures = []types.AdditionalFailure{{Failure: types.Failure{Message: wrong}}}
+	r := Conclude(ginkgo.Report{SpecReports: []types.SpecReport{alone, after}})
+	cat := testCatalog()
+	cat.SpecRules = map[string][]string{"leakage.dataplane-success": {"LIST-1"}, "exec.run-code-bash": {"EXEC-2"}}
+	var b bytes.Buffer
+	writeFailures(&b, r, cat)
+	out := b.String()
+	for _, want := range []string{
+		"FAIL [SESSION-2] " + CauseWrongSandbox,
+		"leakage.dataplane-success: run_command named sandbox ia, but its daemon requests went to sandbox ib",
+		"exec.run-code-bash: run_command named sandbox ia",
+		"FAIL exec.run-code-bash [EXEC-2] ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the summary does not say %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "[LIST-1]") {
+		t.Errorf("the wrong-sandbox finding is under the running spec's rule:\n%s", out)
+	}
+	for _, sr := range r.SpecReports {
+		if !slices.Contains(sr.Labels(), WrongSandboxRule) {
+			t.Errorf("%s: labels %v lack %s", sr.LeafNodeText, sr.Labels(), WrongSandboxRule)
+		}
 	}
 }

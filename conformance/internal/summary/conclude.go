@@ -185,7 +185,8 @@ func allFailures(sr types.SpecReport) []types.Failure {
 }
 
 // withDefectRules returns the spec's labels with the rule of each defect
-// it failed with added (SESSION-1 for the leak check's failure).
+// it failed with added (SESSION-1 for the leak check's failure, SESSION-2
+// for a call on another sandbox than it named).
 func withDefectRules(sr types.SpecReport) []string {
 	var rules []string
 	for _, d := range entryValues(sr, EntryDefect) {
@@ -195,6 +196,11 @@ func withDefectRules(sr types.SpecReport) []string {
 	}
 	if len(leakFailures(sr)) > 0 {
 		rules = append(rules, "SESSION-1")
+	}
+	for _, f := range allFailures(sr) {
+		if strings.HasPrefix(firstLine(f.Message), WrongSandboxPrefix) {
+			rules = append(rules, WrongSandboxRule)
+		}
 	}
 	labels := slices.Clone(sr.LeafNodeLabels)
 	for _, rule := range rules {

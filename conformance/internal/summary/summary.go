@@ -33,6 +33,16 @@ const (
 	LeakPrefix = "SESSION-1: sandboxes left running"
 	// CauseLeak is the cause of every leak-check failure.
 	CauseLeak = "SESSION-1: the server leaves sandboxes running after its sessions close"
+	// WrongSandboxRule is the rule a call that names a sandbox and acts on
+	// another breaks: the contract's tools act on the sandbox the call
+	// names (SESSION-2 says which one a call without one uses; with one,
+	// that one).
+	WrongSandboxRule = "SESSION-2"
+	// WrongSandboxPrefix begins every wrong-sandbox failure message; the
+	// calls follow on the same line.
+	WrongSandboxPrefix = WrongSandboxRule + ": a call acted on another sandbox than the one named"
+	// CauseWrongSandbox is the cause of every wrong-sandbox failure.
+	CauseWrongSandbox = WrongSandboxRule + ": the server acts on another sandbox than the call names"
 	// ClaimedElsewhere is the skip message of a spec that another process
 	// of the same run claimed.
 	ClaimedElsewhere = "claimed by another process of this run"
