@@ -255,6 +255,15 @@
 //   - Network. Both: loopback only; in namespace mode a server a command
 //     starts on 127.0.0.1 is reachable from the sandbox's other commands
 //     (not from the host: ports other than envd's are not routed).
+//   - Start. Memory: microseconds. Namespace: two process starts and a
+//     dozen mounts, from tens of milliseconds idle to seconds on a loaded
+//     machine; conform --exec namespace gives its in-process reference
+//     server a 10 s provider deadline instead of 2 s for that reason.
+//   - Official SDK checks. compat/e2b and compat/python run in both
+//     modes (compat/namespace_test.go as root). In namespace mode they
+//     skip, naming the difference above: fork and snapshot copies, a
+//     new boot_id after a pause without memory, and the code
+//     interpreter's script.
 //   - Isolation. Namespace mode is for trusted code only: sandboxes share
 //     the host's kernel and uids; root in a sandbox keeps a container
 //     runtime's default capabilities (no CAP_SYS_ADMIN), /dev is minimal.
