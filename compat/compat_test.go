@@ -45,7 +45,9 @@ func TestOfficialClients(t *testing.T) {
 	}
 }
 
-func runNodeTest(t *testing.T, node, bin, file string) {
+// runNodeTest runs one script with node --test; env adds KEY=value
+// entries to its environment.
+func runNodeTest(t *testing.T, node, bin, file string, env ...string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "--test", "--test-reporter=spec", file)
@@ -54,6 +56,7 @@ func runNodeTest(t *testing.T, node, bin, file string) {
 		"HOME="+t.TempDir(), // tools such as the Inspector write state under HOME
 		"NO_COLOR=1",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

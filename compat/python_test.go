@@ -39,7 +39,13 @@ func TestPythonSDK(t *testing.T) {
 	if python == "" {
 		pythonSkipOrFail(t, why)
 	}
-	bin := buildSandboxkit(t)
+	runPytest(t, python, site, buildSandboxkit(t))
+}
+
+// runPytest runs compat/python with python, the SDK's site-packages and
+// the sandboxkit binary bin; env adds KEY=value entries.
+func runPytest(t *testing.T, python, site, bin string, env ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, python, "-m", "pytest", "-q", "-rA", "python")
@@ -53,6 +59,7 @@ func TestPythonSDK(t *testing.T) {
 		"HOME="+t.TempDir(),
 		"NO_COLOR=1",
 	)
+	cmd.Env = append(cmd.Env, env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

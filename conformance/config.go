@@ -82,7 +82,8 @@ type Config struct {
 	// errors.oversized) make the provider hold or stretch its answers and
 	// expect every tool error within this deadline plus a grace: half of it,
 	// and a slack measured in the same run from the latency of no-op calls. The in-process reference server is started with
-	// it; zero gives it [DefaultInProcessDeadline]. For a server in
+	// it; zero gives it [DefaultInProcessDeadline] ([DefaultInProcessRealSandboxDeadline] with a
+	// FakeDaemon). For a server in
 	// another process zero means unknown: the deadline specs are skipped
 	// (failed with RequireAll). At most [MaxProviderDeadline], and
 	// CallTimeout must exceed it plus half of it.
@@ -184,8 +185,35 @@ const MaxProviderDeadline = 40 * time.Second
 // providerDeadline returns the server's provider deadline as the kit knows
 // it, and whether it knows it.
 func (c *Config) providerDeadline() (time.Duration, bool) {
+<<<<<<< HEAD
 	return declaredOr(c, c.ProviderDeadline, DefaultInProcessDeadline)
+=======
+	switch {
+	case c.ProviderDeadline > 0:
+		return c.ProviderDeadline, true
+	case c.Kind() == TargetInProcess && !c.Cloud && c.FakeDaemon != nil:
+		return DefaultInProcessRealSandboxDeadline, true
+	case c.Kind() == TargetInProcess && !c.Cloud:
+		return DefaultInProcessDeadline, true
+	}
+	return 0, false
+>>>>>>> h29-ci
 }
+
+// DefaultInProcessRealSandboxDeadline is the provider deadline the
+// in-process reference server gets when [Config.FakeDaemon] makes real
+// sandboxes (conform --exec namespace) and [Config.ProviderDeadline] is
+// zero. Creating such a sandbox is work, not a no-op: two process starts
+// and a dozen mounts, which took 1.2 to 2.1 s each with four spec
+// processes creating at once at load 28 on 2 cores, past
+// [DefaultInProcessDeadline]. The deadline specs then hold their faulted
+// calls for this deadline rather than one derived from no-op latency
+// (useDerivedDeadline), since their sandboxes are created under it too.
+const DefaultInProcessRealSandboxDeadline = 10 * time.Second
+
+// realSandboxes reports whether the fake's sandboxes are real (a
+// [Config.FakeDaemon] is set), so creating one costs work.
+func (c *Config) realSandboxes() bool { return c.FakeDaemon != nil && !c.Cloud }
 
 // NewConfig returns a Config with every default: the in-process reference
 // server, the fake on a free loopback port.

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
 
 // The kit knows the server's provider deadline when it is given, or when
@@ -11,6 +13,9 @@ import (
 // test and a call timeout that leaves no room for a late answer.
 func TestConfigProviderDeadline(t *testing.T) {
 	stdio := func(c *Config) { c.ServerCommand = []string{"./srv"} }
+	realSandboxes := func(c *Config) {
+		c.FakeDaemon = func(fakeprovider.DaemonConfig) fakeprovider.Daemon { return nil }
+	}
 	cases := []struct {
 		name  string
 		edit  func(*Config)
@@ -20,6 +25,9 @@ func TestConfigProviderDeadline(t *testing.T) {
 	}{
 		{"in-process default", func(*Config) {}, DefaultInProcessDeadline, true, ""},
 		{"in-process given", func(c *Config) { c.ProviderDeadline = 2 * time.Second }, 2 * time.Second, true, ""},
+		{"in-process real sandboxes", realSandboxes, DefaultInProcessRealSandboxDeadline, true, ""},
+		{"in-process real sandboxes given", func(c *Config) { realSandboxes(c); c.ProviderDeadline = 3 * time.Second }, 3 * time.Second, true, ""},
+		{"stdio real sandboxes unknown", func(c *Config) { stdio(c); realSandboxes(c) }, 0, false, ""},
 		{"stdio unknown", stdio, 0, false, ""},
 		{"stdio given", func(c *Config) { stdio(c); c.ProviderDeadline = 7 * time.Second }, 7 * time.Second, true, ""},
 		{"negative", func(c *Config) { c.ProviderDeadline = -time.Second }, 0, false, "must not be negative"},

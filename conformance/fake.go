@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -23,6 +24,12 @@ type fakeHub struct {
 	mu    sync.Mutex
 	cur   *fakeprovider.Provider
 	clock *fakeprovider.FakeClock
+	// retired are the providers of earlier specs. A create still in
+	// flight when its spec ended adds a sandbox after the provider was
+	// closed; each fresh and close closes them again, so such a sandbox
+	// (a real one with FakeDaemon: processes and a directory) does not
+	// outlive the next spec.
+	retired []*fakeprovider.Provider
 
 	srv *fakeprovider.Server // nil until listen
 }
@@ -43,13 +50,21 @@ func (h *fakeHub) fresh() (*fakeprovider.Provider, *fakeprovider.FakeClock) {
 	// (metadata and env entries, canary domain, error-message suffix).
 	p := fakeprovider.New(&fakeprovider.Options{APIKey: h.apiKey, Clock: clock, Canaries: true, Routes: h.routes, NewDaemon: h.newDaemon})
 	h.mu.Lock()
-	old := h.cur
-	h.cur, h.clock = p, clock
-	h.mu.Unlock()
-	if old != nil {
-		old.Close()
+	if h.cur != nil {
+		h.retired = append(h.retired, h.cur)
 	}
+	h.cur, h.clock = p, clock
+	retired := slices.Clone(h.retired)
+	h.mu.Unlock()
+	closeProviders(retired)
 	return p, clock
+}
+
+// closeProviders closes each provider.
+func closeProviders(ps []*fakeprovider.Provider) {
+	for _, p := range ps {
+		p.Close()
+	}
 }
 
 func (h *fakeHub) current() *fakeprovider.Provider {
@@ -110,10 +125,11 @@ func (h *fakeHub) close() {
 		_ = h.srv.Close()
 	}
 	h.mu.Lock()
-	p := h.cur
-	h.cur = nil
-	h.mu.Unlock()
-	if p != nil {
-		p.Close()
+	ps := h.retired
+	if h.cur != nil {
+		ps = append(ps, h.cur)
 	}
+	h.cur, h.retired = nil, nil
+	h.mu.Unlock()
+	closeProviders(ps)
 }

@@ -291,12 +291,13 @@ func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
 // that is a reference server of the spec's own whose deadline is derived
 // from the no-op round trips measured now (derivedDeadline): the spec holds
 // every faulted call for the deadline, and a fixed one long enough for the
-// most loaded machine makes every run pay for it. Otherwise it is d, the
-// run's server's.
+// most loaded machine makes every run pay for it. Otherwise (and when the
+// fake's sandboxes are real, whose creation is work the no-op latency does
+// not measure) it is d, the run's server's.
 func (tc *TestContext) useDerivedDeadline(ctx context.Context, d time.Duration) time.Duration {
 	ginkgo.GinkgoHelper()
 	it, ok := tc.target.(*inProcessTarget)
-	if !ok || tc.Config.ProviderDeadline > 0 || tc.Cloud() {
+	if !ok || tc.Config.ProviderDeadline > 0 || tc.Cloud() || tc.Config.realSandboxes() {
 		return d
 	}
 	gauge := &latencyGauge{}

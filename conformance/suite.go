@@ -277,10 +277,13 @@ func describe(run *runState, claim func(string) bool, banner io.Writer) bool {
 // that takes long to start, as an npx one does, needs the longer
 // --call-timeout for every session, and the spec for all of them), never
 // less than a floor: 2 minutes, and 1 for the cleanup; a cloud run's 5 and
-// 3, a real provider being slower than the fake.
+// 3, a real provider being slower than the fake, and so a run whose fake
+// makes real sandboxes (Config.FakeDaemon: the specs that seed a hundred
+// sandboxes or hold every call for the 10 s deadline took 2 to 3 minutes
+// at load 20 to 40).
 func specTimeouts(cfg *Config) (spec, cleanup time.Duration) {
 	spec, cleanup = 2*time.Minute, time.Minute
-	if cfg.Cloud {
+	if cfg.Cloud || cfg.realSandboxes() {
 		spec, cleanup = 5*time.Minute, 3*time.Minute
 	}
 	return max(spec, specCalls*cfg.CallTimeout), max(cleanup, cleanupCalls*cfg.CallTimeout)

@@ -3,6 +3,8 @@ package conformance
 import (
 	"testing"
 	"time"
+
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
 
 // A spec's bound follows --call-timeout: the floors by default, four call
@@ -24,5 +26,11 @@ func TestSpecTimeoutsFollowCallTimeout(t *testing.T) {
 		if spec, cleanup := specTimeouts(cfg); spec != c.spec || cleanup != c.cleanup {
 			t.Errorf("--call-timeout %v (cloud %v): spec %v, cleanup %v; want %v, %v", c.call, c.cloud, spec, cleanup, c.spec, c.cleanup)
 		}
+	}
+	// Real sandboxes (conform --exec namespace) get the cloud's floors.
+	cfg := NewConfig()
+	cfg.FakeDaemon = func(fakeprovider.DaemonConfig) fakeprovider.Daemon { return nil }
+	if spec, cleanup := specTimeouts(cfg); spec != 5*time.Minute || cleanup != 3*time.Minute {
+		t.Errorf("real sandboxes: spec %v, cleanup %v; want 5m0s, 3m0s", spec, cleanup)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // sandbox, not in the server: any replica serves any read (HANDLE-2). A
 // command runs as
 //
-//	/bin/bash -l -c '(eval "$SANDBOXKIT_BG_COMMAND") >"$D/out" 2>"$D/err"; echo $? >"$D/exit"'
+//	/bin/bash -l -c 'exec >"$D/out" 2>"$D/err"; trap '\''sandboxkit_status=$?; [ -e "$D/killed" ] || echo $sandboxkit_status >"$D/exit"'\'' EXIT; eval "$SANDBOXKIT_BG_COMMAND"'
 //
 // in the directory D named after the command's 128 random bits, which also
 // holds the principal that started it (HANDLE-1), written before the
@@ -25,12 +25,18 @@ import (
 // bgDirRoot holds the directories of modern background commands.
 const bgDirRoot = "/tmp/.sandboxkit/bg/"
 
-// bgWrapper is the shell line that runs a modern background command.
-// The subshell keeps an "exit" in the command from skipping the exit file.
-// kill_background_command signals the wrapper (envd signals only the
-// processes it started): on a real bash, processes the command started may
-// outlive it, until the sandbox ends.
-const bgWrapper = `(eval "$SANDBOXKIT_BG_COMMAND") >"$SANDBOXKIT_BG_DIR/out" 2>"$SANDBOXKIT_BG_DIR/err"; echo $? >"$SANDBOXKIT_BG_DIR/exit"`
+// bgWrapper is the shell line that runs a modern background command. The
+// command runs in the wrapper's own shell, not a subshell: envd signals
+// only the process it started, so kill_background_command must reach the
+// shell that runs the command's own lines (BG-3). Against a real bash a
+// subshell outlived the killed wrapper and went on running the command.
+// The EXIT trap writes the exit file even when the command says "exit".
+// bash runs it on SIGTERM too, with the status of the last command before
+// the signal, so kill writes the file "killed" first and the trap then
+// writes nothing: a killed command has no exit file (exit_code -1).
+// Processes the command started may still outlive it, until the sandbox
+// ends.
+const bgWrapper = `exec >"$SANDBOXKIT_BG_DIR/out" 2>"$SANDBOXKIT_BG_DIR/err"; trap 'sandboxkit_status=$?; [ -e "$SANDBOXKIT_BG_DIR/killed" ] || echo $sandboxkit_status >"$SANDBOXKIT_BG_DIR/exit"' EXIT; eval "$SANDBOXKIT_BG_COMMAND"`
 
 // fileCommand is a modern background command, as its command_id names it.
 type fileCommand struct {
@@ -242,9 +248,14 @@ func (c fileCommand) read(ctx context.Context, r *reached, cur sandbox.Cursor, m
 }
 
 // kill signals a running modern command; one that ended is left alone.
+// The file "killed" goes first, so that the wrapper's EXIT trap, which
+// bash runs on SIGTERM, writes no exit status of success (bgWrapper).
 func (c fileCommand) kill(ctx context.Context, r *reached, sig sandbox.Signal) error {
 	pid, err := c.pid(ctx, r)
 	if err != nil || pid == 0 {
+		return err
+	}
+	if _, err := r.envd.WriteText(ctx, c.dir()+"/killed", string(sig)); err != nil {
 		return err
 	}
 	return r.envd.SendSignal(ctx, pid, sig)

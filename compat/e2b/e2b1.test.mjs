@@ -11,12 +11,12 @@ import { spawn, execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { promisify } from 'node:util';
-import { sandboxkitBin, withTimeout } from '../lib/sandboxkit.mjs';
+import { fakeExecArgs, sandboxkitBin, withTimeout } from '../lib/sandboxkit.mjs';
 
 let fake;
 let env;
 before(async () => {
-  fake = spawn(sandboxkitBin(), ['fake-provider', '--addr', '127.0.0.1:0', '--e2b1', 'preload'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  fake = spawn(sandboxkitBin(), ['fake-provider', '--addr', '127.0.0.1:0', ...fakeExecArgs(), '--e2b1', 'preload'], { stdio: ['ignore', 'pipe', 'pipe'] });
   env = {};
   const lines = createInterface({ input: fake.stdout });
   await withTimeout(new Promise((resolve, reject) => {

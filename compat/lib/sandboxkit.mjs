@@ -16,13 +16,33 @@ export function sandboxkitBin() {
 }
 
 /**
+ * The fake provider's --exec flags: SANDBOXKIT_COMPAT_EXEC=namespace runs
+ * every sandbox as real Linux processes (`fake-provider --exec namespace`,
+ * root only); unset, the in-memory default. compat_test.go sets it for its
+ * namespace run.
+ */
+export function fakeExecArgs() {
+  const mode = process.env.SANDBOXKIT_COMPAT_EXEC;
+  return mode ? ['--exec', mode] : [];
+}
+
+/**
+ * Why a check does not apply to the namespace backend (a string for
+ * node:test's `skip` option), or false in the in-memory mode. Each reason
+ * is a difference listed in fakeprovider/doc.go, "Backends".
+ */
+export function skipInNamespace(reason) {
+  return process.env.SANDBOXKIT_COMPAT_EXEC === 'namespace' ? `namespace backend: ${reason}` : false;
+}
+
+/**
  * Starts `sandboxkit fake-provider` on a free loopback port and resolves once
  * it has printed the E2B_* environment that points an SDK at it.
  * @param {string[]} args extra fake-provider flags
  * @returns {Promise<{env: Record<string,string>, stop: () => Promise<void>, stderr: () => string}>}
  */
 export async function startFakeProvider(args = []) {
-  const child = spawn(sandboxkitBin(), ['fake-provider', '--addr', '127.0.0.1:0', ...args], {
+  const child = spawn(sandboxkitBin(), ['fake-provider', '--addr', '127.0.0.1:0', ...fakeExecArgs(), ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

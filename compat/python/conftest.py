@@ -16,14 +16,27 @@ _ENV_LINE = re.compile(r"^(E2B_[A-Z_]+)=(.*)$")
 _NEEDED = ("E2B_API_URL", "E2B_API_KEY", "E2B_DOMAIN", "E2B_SANDBOX_URL")
 
 
+# SANDBOXKIT_COMPAT_EXEC=namespace runs every sandbox as real Linux
+# processes (`fake-provider --exec namespace`, root only); unset, the
+# in-memory default. compat/namespace_test.go sets it for its namespace run.
+EXEC_MODE = os.environ.get("SANDBOXKIT_COMPAT_EXEC", "")
+
+
+def skip_in_namespace(reason):
+    """Skips a check that does not apply to the namespace backend: each
+    reason is a difference listed in fakeprovider/doc.go, "Backends"."""
+    return pytest.mark.skipif(EXEC_MODE == "namespace", reason="namespace backend: " + reason)
+
+
 def start_fake(*args):
     """Starts `sandboxkit fake-provider` and returns (process, env) once it
     has printed the environment that points an SDK at it."""
     binary = os.environ.get("SANDBOXKIT_BIN")
     if not binary:
         pytest.fail("SANDBOXKIT_BIN is not set: run these checks through `go test ./compat -run TestPythonSDK` (see compat/python/README.md)")
+    exec_args = ["--exec", EXEC_MODE] if EXEC_MODE else []
     proc = subprocess.Popen(
-        [binary, "fake-provider", "--addr", "127.0.0.1:0", *args],
+        [binary, "fake-provider", "--addr", "127.0.0.1:0", *exec_args, *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     env = {}

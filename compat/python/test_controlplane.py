@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from conftest import skip_in_namespace
 from e2b import (
     AuthenticationException,
     Sandbox,
@@ -145,6 +146,7 @@ def test_template_exists(fake):
     assert Template.exists("no-such-template-" + uuid.uuid4().hex[:8]) is False
 
 
+@skip_in_namespace("pause keeps the sandbox's processes running, so a resume without memory does not cold-boot it (no new boot_id)")
 def test_boot_id_across_pause(fake):
     # sandbox_sync/main.py pause(keep_memory): True (the default) snapshots
     # memory, so the resume continues the same boot; False keeps only the
