@@ -185,19 +185,11 @@ const MaxProviderDeadline = 40 * time.Second
 // providerDeadline returns the server's provider deadline as the kit knows
 // it, and whether it knows it.
 func (c *Config) providerDeadline() (time.Duration, bool) {
-<<<<<<< HEAD
-	return declaredOr(c, c.ProviderDeadline, DefaultInProcessDeadline)
-=======
-	switch {
-	case c.ProviderDeadline > 0:
-		return c.ProviderDeadline, true
-	case c.Kind() == TargetInProcess && !c.Cloud && c.FakeDaemon != nil:
-		return DefaultInProcessRealSandboxDeadline, true
-	case c.Kind() == TargetInProcess && !c.Cloud:
-		return DefaultInProcessDeadline, true
+	ref := DefaultInProcessDeadline
+	if c.realSandboxes() {
+		ref = DefaultInProcessRealSandboxDeadline
 	}
-	return 0, false
->>>>>>> h29-ci
+	return declaredOr(c, c.ProviderDeadline, ref)
 }
 
 // DefaultInProcessRealSandboxDeadline is the provider deadline the
