@@ -107,34 +107,70 @@ func statusOf(err error) string {
 	return "conn"
 }
 
+// hostileRun is one -hostile run in progress: the server it measures, its
+// four clients, and the report it fills phase by phase.
+type hostileRun struct {
+	cfg      hostileConfig
+	endpoint string
+	pid      int
+	rep      *hostileReport
+
+	attacker, victimHC, uploader, prober *http.Client
+
+	mu sync.Mutex
+	// sessions are every session the run opened, each deleted at the end.
+	sessions []*mcpClient
+}
+
 // runHostile runs the -hostile mix and reports.
 func runHostile(ctx context.Context, cfg hostileConfig, logw io.Writer) (*hostileReport, error) {
-	rep := &hostileReport{Statuses: map[string]map[string]int{}, Leaked: -1}
-	endpoint, pid := cfg.Target, cfg.PID
-	if endpoint == "" {
+	r := &hostileRun{cfg: cfg, endpoint: cfg.Target, pid: cfg.PID, rep: &hostileReport{Statuses: map[string]map[string]int{}, Leaked: -1}}
+	if r.endpoint == "" {
 		stop, url, err := startLocalServer(logw)
 		if err != nil {
 			return nil, err
 		}
 		defer stop()
-		endpoint, pid = url, os.Getpid()
+		r.endpoint, r.pid = url, os.Getpid()
 	}
-	if pid == 0 {
-		pid = os.Getpid()
+	if r.pid == 0 {
+		r.pid = os.Getpid()
 	}
-	attacker, victimHC, uploader, prober := clientFrom("127.0.0.1"), clientFrom("127.0.0.2"), clientFrom("127.0.0.3"), clientFrom("127.0.0.4")
+	r.attacker, r.victimHC, r.uploader, r.prober = clientFrom("127.0.0.1"), clientFrom("127.0.0.2"), clientFrom("127.0.0.3"), clientFrom("127.0.0.4")
 	defer func() {
-		for _, c := range []*http.Client{attacker, victimHC, uploader, prober} {
+		for _, c := range []*http.Client{r.attacker, r.victimHC, r.uploader, r.prober} {
 			c.CloseIdleConnections()
 		}
 	}()
-	rep.BaselineRSS = rssOf(pid)
+	r.rep.BaselineRSS = rssOf(r.pid)
 
-	// The other client: one established session, calling throughout.
-	victim := &mcpClient{hc: victimHC, endpoint: endpoint}
+	victim := &mcpClient{hc: r.victimHC, endpoint: r.endpoint}
 	if err := victim.initialize(ctx); err != nil {
 		return nil, fmt.Errorf("the other client's session: %w", err)
 	}
+	r.keep(victim)
+	stopVictim := r.callThroughout(ctx, victim)
+
+	r.phase("pings", func(count func(string)) { r.pings(ctx, count) })
+	r.phase("flood", func(count func(string)) { r.flood(ctx, count) })
+	r.phase("slow", func(count func(string)) { r.slow(ctx, count) })
+	r.phase("malformed", func(count func(string)) { r.malformed(ctx, count) })
+	r.phase("uploads", func(count func(string)) { r.uploads(ctx, count) })
+	stopVictim()
+	r.finish(ctx)
+	return r.rep, nil
+}
+
+// keep records a session the run opened, to delete at the end.
+func (r *hostileRun) keep(c *mcpClient) {
+	r.mu.Lock()
+	r.sessions = append(r.sessions, c)
+	r.mu.Unlock()
+}
+
+// callThroughout keeps the other client calling on its established session
+// until the returned stop, which records its calls and failures.
+func (r *hostileRun) callThroughout(ctx context.Context, victim *mcpClient) (stop func()) {
 	vctx, vstop := context.WithCancel(ctx)
 	var vwg sync.WaitGroup
 	var vcalls, vfails atomic.Int64
@@ -153,157 +189,157 @@ func runHostile(ctx context.Context, cfg hostileConfig, logw io.Writer) (*hostil
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
+	return func() {
+		vstop()
+		vwg.Wait()
+		r.rep.VictimCalls, r.rep.VictimFails = vcalls.Load(), vfails.Load()
+	}
+}
 
-	var attackerSessions []*mcpClient
-	var amu sync.Mutex
-	phase := func(name string, body func(count func(string))) {
-		counts := map[string]int{}
-		var cmu sync.Mutex
-		count := func(s string) { cmu.Lock(); counts[s]++; cmu.Unlock() }
-		before := rssOf(pid)
-		var peak atomic.Int64
-		peak.Store(before)
-		done := make(chan struct{})
-		var swg sync.WaitGroup
-		swg.Go(func() {
-			t := time.NewTicker(20 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-done:
-					return
-				case <-t.C:
-					if r := rssOf(pid); r > peak.Load() {
-						peak.Store(r)
-					}
+// phase runs one phase of the mix, counting its answers and sampling the
+// server's RSS while it runs.
+func (r *hostileRun) phase(name string, body func(count func(string))) {
+	counts := map[string]int{}
+	var cmu sync.Mutex
+	count := func(s string) { cmu.Lock(); counts[s]++; cmu.Unlock() }
+	var peak atomic.Int64
+	peak.Store(rssOf(r.pid))
+	done := make(chan struct{})
+	var swg sync.WaitGroup
+	swg.Go(func() {
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				if rss := rssOf(r.pid); rss > peak.Load() {
+					peak.Store(rss)
+				}
+			}
+		}
+	})
+	start := time.Now()
+	body(count)
+	took := time.Since(start)
+	close(done)
+	swg.Wait()
+	r.rep.Statuses[name] = counts
+	r.rep.Phases = append(r.rep.Phases, phaseFigure{Name: name, EndRSS: rssOf(r.pid) - r.rep.BaselineRSS, Peak: peak.Load() - r.rep.BaselineRSS, Took: took})
+}
+
+// pings sends oversized pings, each from a session that then stays idle.
+func (r *hostileRun) pings(ctx context.Context, count func(string)) {
+	ping := []byte(`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("a", r.cfg.PingBytes) + `"}}}`)
+	for range r.cfg.Pings {
+		c := &mcpClient{hc: r.attacker, endpoint: r.endpoint}
+		if err := c.initialize(ctx); err != nil {
+			count("init-" + statusOf(err))
+			continue
+		}
+		r.keep(c)
+		count(postStatus(ctx, c, ping))
+	}
+}
+
+// postStatus posts one raw body on a session and names its answer.
+func postStatus(ctx context.Context, c *mcpClient, body []byte) string {
+	resp, err := c.post(ctx, body)
+	if err != nil {
+		return "conn"
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return strconv.Itoa(resp.StatusCode)
+}
+
+// flood opens sessions as fast as the flood's concurrency allows, then
+// checks the other client can still open one.
+func (r *hostileRun) flood(ctx context.Context, count func(string)) {
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range max(r.cfg.FloodConcurrency, 1) {
+		wg.Go(func() {
+			for next.Add(1) <= int64(r.cfg.Flood) {
+				c := &mcpClient{hc: r.attacker, endpoint: r.endpoint}
+				err := c.initialize(ctx)
+				count(statusOf(err))
+				if err == nil {
+					r.keep(c)
 				}
 			}
 		})
-		start := time.Now()
-		body(count)
-		took := time.Since(start)
-		close(done)
-		swg.Wait()
-		rep.Statuses[name] = counts
-		rep.Phases = append(rep.Phases, phaseFigure{Name: name, EndRSS: rssOf(pid) - rep.BaselineRSS, Peak: peak.Load() - rep.BaselineRSS, Took: took})
 	}
+	wg.Wait()
+	nv := &mcpClient{hc: r.victimHC, endpoint: r.endpoint}
+	if err := nv.initialize(ctx); err == nil {
+		r.rep.VictimNewSession = true
+		_ = nv.delete(ctx)
+	}
+}
 
-	// 1. Oversized pings, each from a session that then stays idle.
-	ping := []byte(`{"jsonrpc":"2.0","id":9,"method":"ping","params":{"_meta":{"pad":"` + strings.Repeat("a", cfg.PingBytes) + `"}}}`)
-	phase("pings", func(count func(string)) {
-		for range cfg.Pings {
-			c := &mcpClient{hc: attacker, endpoint: endpoint}
+// slow opens connections whose headers promise a body that trickles in.
+func (r *hostileRun) slow(ctx context.Context, count func(string)) {
+	var wg sync.WaitGroup
+	for range r.cfg.Slow {
+		wg.Go(func() { count(slowBody(ctx, r.endpoint, r.cfg.SlowFor)) })
+	}
+	wg.Wait()
+}
+
+// malformed sends malformed bodies on an established session of a fourth
+// client (the attacker's own slots are full by now), which must stay
+// usable.
+func (r *hostileRun) malformed(ctx context.Context, count func(string)) {
+	c := &mcpClient{hc: r.prober, endpoint: r.endpoint}
+	if err := c.initialize(ctx); err != nil {
+		count("init-" + statusOf(err))
+		return
+	}
+	defer func() { _ = c.delete(ctx) }()
+	for _, b := range malformedBodies {
+		count(postStatus(ctx, c, []byte(b)))
+	}
+	if _, err := c.call(ctx, "ping", map[string]any{}); err != nil {
+		r.rep.Failures = append(r.rep.Failures, "the session was unusable after the malformed messages")
+	}
+}
+
+// uploads makes concurrent large uploads from a third client.
+func (r *hostileRun) uploads(ctx context.Context, count func(string)) {
+	data := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x5a}, r.cfg.UploadBytes))
+	var wg sync.WaitGroup
+	for i := range r.cfg.Uploads {
+		wg.Go(func() {
+			c := &mcpClient{hc: r.uploader, endpoint: r.endpoint}
 			if err := c.initialize(ctx); err != nil {
 				count("init-" + statusOf(err))
-				continue
+				return
 			}
-			amu.Lock()
-			attackerSessions = append(attackerSessions, c)
-			amu.Unlock()
-			resp, err := c.post(ctx, ping)
-			if err != nil {
-				count("conn")
-				continue
+			r.keep(c)
+			res, err := c.callTool(ctx, "upload_file", map[string]any{"path": "/tmp/up" + strconv.Itoa(i), "data_base64": data})
+			switch {
+			case err != nil:
+				count(statusOf(err))
+			case res.IsError:
+				count("tool-" + res.category())
+			default:
+				count("200")
 			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			count(strconv.Itoa(resp.StatusCode))
-		}
-	})
-	// 2. A session flood.
-	phase("flood", func(count func(string)) {
-		var wg sync.WaitGroup
-		next := atomic.Int64{}
-		for range max(cfg.FloodConcurrency, 1) {
-			wg.Go(func() {
-				for next.Add(1) <= int64(cfg.Flood) {
-					c := &mcpClient{hc: attacker, endpoint: endpoint}
-					err := c.initialize(ctx)
-					count(statusOf(err))
-					if err == nil {
-						amu.Lock()
-						attackerSessions = append(attackerSessions, c)
-						amu.Unlock()
-					}
-				}
-			})
-		}
-		wg.Wait()
-		nv := &mcpClient{hc: victimHC, endpoint: endpoint}
-		if err := nv.initialize(ctx); err == nil {
-			rep.VictimNewSession = true
-			_ = nv.delete(ctx)
-		}
-	})
-	// 3. Slow bodies: headers promise a body that trickles in.
-	phase("slow", func(count func(string)) {
-		var wg sync.WaitGroup
-		for range cfg.Slow {
-			wg.Go(func() { count(slowBody(ctx, endpoint, cfg.SlowFor)) })
-		}
-		wg.Wait()
-	})
-	// 4. Malformed bodies on an established session (of a fourth client:
-	// the attacker's own slots are full by now).
-	phase("malformed", func(count func(string)) {
-		c := &mcpClient{hc: prober, endpoint: endpoint}
-		if err := c.initialize(ctx); err != nil {
-			count("init-" + statusOf(err))
-			return
-		}
-		defer func() { _ = c.delete(ctx) }()
-		for _, b := range malformedBodies {
-			resp, err := c.post(ctx, []byte(b))
-			if err != nil {
-				count("conn")
-				continue
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			count(strconv.Itoa(resp.StatusCode))
-		}
-		if _, err := c.call(ctx, "ping", map[string]any{}); err != nil {
-			rep.Failures = append(rep.Failures, "the session was unusable after the malformed messages")
-		}
-	})
-	// 5. Concurrent large uploads, from a third client.
-	data := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x5a}, cfg.UploadBytes))
-	var uploaders []*mcpClient
-	phase("uploads", func(count func(string)) {
-		var wg sync.WaitGroup
-		var umu sync.Mutex
-		for i := range cfg.Uploads {
-			wg.Go(func() {
-				c := &mcpClient{hc: uploader, endpoint: endpoint}
-				if err := c.initialize(ctx); err != nil {
-					count("init-" + statusOf(err))
-					return
-				}
-				umu.Lock()
-				uploaders = append(uploaders, c)
-				umu.Unlock()
-				res, err := c.callTool(ctx, "upload_file", map[string]any{"path": "/tmp/up" + strconv.Itoa(i), "data_base64": data})
-				switch {
-				case err != nil:
-					count(statusOf(err))
-				case res.IsError:
-					count("tool-" + res.category())
-				default:
-					count("200")
-				}
-			})
-		}
-		wg.Wait()
-	})
-	vstop()
-	vwg.Wait()
-	rep.VictimCalls, rep.VictimFails = vcalls.Load(), vfails.Load()
+		})
+	}
+	wg.Wait()
+}
 
-	// Every session ends; then nothing may be left.
-	for _, c := range append(append(attackerSessions, uploaders...), victim) {
+// finish ends every session, counts what is left, and records the
+// failures the run saw.
+func (r *hostileRun) finish(ctx context.Context) {
+	for _, c := range r.sessions {
 		_ = c.delete(ctx)
 	}
-	rep.Leaked = leftSandboxes(ctx, victimHC, endpoint)
+	rep := r.rep
+	rep.Leaked = leftSandboxes(ctx, r.victimHC, r.endpoint)
 	if rep.VictimFails > 0 {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("the other client's calls failed %d times", rep.VictimFails))
 	}
@@ -313,7 +349,6 @@ func runHostile(ctx context.Context, cfg hostileConfig, logw io.Writer) (*hostil
 	if rep.Leaked > 0 {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("%d sandboxes leaked", rep.Leaked))
 	}
-	return rep, nil
 }
 
 // leftSandboxes waits up to 30 s for the provider to hold no sandbox, as

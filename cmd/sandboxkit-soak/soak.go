@@ -306,31 +306,14 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*report, error) {
 	rep := &report{Config: cfg, Ends: map[string]int64{}, ToolErrors: map[string]int64{}, FailKinds: map[string]int64{}}
 	rep.GoroutinesStart = runtime.NumGoroutine()
 
-	// The provider, in-process, with room for every sandbox.
 	// The providers, in-process, each with room for every sandbox: the
 	// default "e2b" and, with Providers > 1, "p1", "p2", ... each its own
 	// fake, so that one fake's lock does not bound the whole load.
 	fakes := newFakes(max(cfg.Providers, 1))
-	platform, err := sandbox.NewPlatform(&sandbox.Options{Getenv: fakes.getenv, Config: fakes.config,
-		HTTPClient: &http.Client{Transport: fakes}, UserAgent: "sandboxkit-soak"})
+	srv, ts, err := startSoakServer(cfg, fakes, logw)
 	if err != nil {
 		return nil, err
 	}
-	level := slog.LevelWarn
-	if cfg.Verbose {
-		level = slog.LevelInfo
-	}
-	srv, err := server.New(&server.Deps{Platform: platform, Secrets: fakes.keys(),
-		Limits: server.Limits{DestroyConcurrency: cfg.DestroyConcurrency},
-		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))}, nil)
-	if err != nil {
-		return nil, err
-	}
-	httpOpts := &server.HTTPOptions{SessionTimeout: cfg.IdleTimeout, MaxSessions: -1, MaxSessionsPerClient: -1}
-	hs := srv.HTTPServer(httpOpts)
-	ts := httptest.NewUnstartedServer(hs.Handler)
-	ts.Config.ReadHeaderTimeout, ts.Config.IdleTimeout = hs.ReadHeaderTimeout, hs.IdleTimeout
-	ts.Start()
 	endpoint := ts.URL + server.MCPPath
 
 	// The clients share one transport, with a connection per session.
@@ -340,90 +323,13 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*report, error) {
 		MaxIdleConnsPerHost: cfg.Sessions * 2,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	hc := &http.Client{Transport: tr}
-
-	// Keep the fake's request journal from growing without bound.
-	stopJanitor := make(chan struct{})
-	var janitor sync.WaitGroup
-	var peakLive atomic.Int64
-	janitor.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopJanitor:
-				return
-			case <-t.C:
-				fakes.resetJournals()
-				if n := int64(fakes.live()); n > peakLive.Load() {
-					peakLive.Store(n)
-				}
-			}
-		}
-	})
-
+	stopJanitor := startJanitor(fakes)
 	rep.GoroutinesBefore = runtime.NumGoroutine()
 	rep.HeapBefore = heap()
 
-	// The load.
-	var (
-		mu        sync.Mutex
-		latencies []time.Duration
-	)
-	rep.LoadBefore = loadavg()
-	cpu0 := cpuTime()
-	deadline := time.Now().Add(cfg.Duration)
-	start := time.Now()
-	var workers sync.WaitGroup
-	for w := range cfg.Sessions {
-		workers.Go(func() {
-			r := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
-			st := &workerStats{ends: map[string]int64{}, toolErrors: map[string]int64{}, fails: map[string]int64{}}
-			for time.Now().Before(deadline) && ctx.Err() == nil {
-				runSession(ctx, cfg, r, &mcpClient{hc: hc, endpoint: endpoint}, st, providerName(w%max(cfg.Providers, 1)))
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			latencies = append(latencies, st.latencies...)
-			rep.Sessions += st.sessions
-			rep.SessionFails += st.sessionFails
-			rep.Calls += st.calls
-			rep.CallFails += st.callFails
-			for k, v := range st.ends {
-				rep.Ends[k] += v
-			}
-			for k, v := range st.toolErrors {
-				rep.ToolErrors[k] += v
-			}
-			for k, v := range st.fails {
-				rep.FailKinds[k] += v
-			}
-		})
-	}
-	workers.Wait()
-	rep.Elapsed = time.Since(start)
-	rep.CPU = cpuTime() - cpu0
-	rep.LoadAfter = loadavg()
-	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
-	if n := len(latencies); n > 0 {
-		rep.P50, rep.P99, rep.Max = latencies[n/2], latencies[min(n-1, n*99/100)], latencies[n-1]
-	}
-
-	// Every session has ended or will, by DELETE or idle timeout: wait for
-	// the server to close them and destroy what they owned.
-	settleStart := time.Now()
-	settleBy := settleStart.Add(cfg.Settle)
-	for (liveSessions(srv) > 0 || fakes.live() > 0) && time.Now().Before(settleBy) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	rep.SettleTook = time.Since(settleStart)
-	rep.LiveSessionsAfter = liveSessions(srv)
-	rep.Leaked = fakes.live()
-	rep.Unresolved = len(srv.Unresolved())
-	rep.Created, rep.Destroyed = fakes.created.Load(), fakes.destroyed.Load()
-	close(stopJanitor)
-	janitor.Wait()
-	rep.PeakLive = int(peakLive.Load())
+	driveLoad(ctx, cfg, &http.Client{Transport: tr}, endpoint, rep)
+	settle(cfg, srv, fakes, rep)
+	rep.PeakLive = stopJanitor()
 	tr.CloseIdleConnections()
 	fakes.resetJournals()
 	rep.GoroutinesIdle = settleGoroutines(rep.GoroutinesBefore, 10*time.Second)
@@ -447,33 +353,161 @@ func run(ctx context.Context, cfg config, logw io.Writer) (*report, error) {
 	rep.GoroutinesAfter = settleGoroutines(rep.GoroutinesStart, 10*time.Second)
 	rep.HeapAfter = heap()
 	rep.PeakRSS = peakRSS()
+	rep.Failures = append(rep.Failures, verdict(cfg, rep)...)
+	return rep, nil
+}
 
-	// Verdict.
+// startSoakServer starts the reference server's Streamable HTTP handler on
+// loopback, on the fakes, with no session caps.
+func startSoakServer(cfg config, fakes *fakes, logw io.Writer) (*server.Server, *httptest.Server, error) {
+	platform, err := sandbox.NewPlatform(&sandbox.Options{Getenv: fakes.getenv, Config: fakes.config,
+		HTTPClient: &http.Client{Transport: fakes}, UserAgent: "sandboxkit-soak"})
+	if err != nil {
+		return nil, nil, err
+	}
+	level := slog.LevelWarn
+	if cfg.Verbose {
+		level = slog.LevelInfo
+	}
+	srv, err := server.New(&server.Deps{Platform: platform, Secrets: fakes.keys(),
+		Limits: server.Limits{DestroyConcurrency: cfg.DestroyConcurrency},
+		Logger: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: level}))}, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	hs := srv.HTTPServer(&server.HTTPOptions{SessionTimeout: cfg.IdleTimeout, MaxSessions: -1, MaxSessionsPerClient: -1})
+	ts := httptest.NewUnstartedServer(hs.Handler)
+	ts.Config.ReadHeaderTimeout, ts.Config.IdleTimeout = hs.ReadHeaderTimeout, hs.IdleTimeout
+	ts.Start()
+	return srv, ts, nil
+}
+
+// startJanitor keeps the fakes' request journals from growing without
+// bound and samples their live sandboxes; stop returns the peak.
+func startJanitor(fakes *fakes) (stop func() int) {
+	done := make(chan struct{})
+	var janitor sync.WaitGroup
+	var peakLive atomic.Int64
+	janitor.Go(func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				fakes.resetJournals()
+				if n := int64(fakes.live()); n > peakLive.Load() {
+					peakLive.Store(n)
+				}
+			}
+		}
+	})
+	return func() int {
+		close(done)
+		janitor.Wait()
+		return int(peakLive.Load())
+	}
+}
+
+// driveLoad runs cfg.Sessions workers, each opening sessions one after
+// another until cfg.Duration has passed, and adds their counts, CPU and
+// latencies to rep.
+func driveLoad(ctx context.Context, cfg config, hc *http.Client, endpoint string, rep *report) {
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+	)
+	rep.LoadBefore = loadavg()
+	cpu0 := cpuTime()
+	deadline := time.Now().Add(cfg.Duration)
+	start := time.Now()
+	var workers sync.WaitGroup
+	for w := range cfg.Sessions {
+		workers.Go(func() {
+			r := rand.New(rand.NewPCG(cfg.Seed, uint64(w)))
+			st := &workerStats{ends: map[string]int64{}, toolErrors: map[string]int64{}, fails: map[string]int64{}}
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				runSession(ctx, cfg, r, &mcpClient{hc: hc, endpoint: endpoint}, st, providerName(w%max(cfg.Providers, 1)))
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			latencies = append(latencies, st.latencies...)
+			st.addTo(rep)
+		})
+	}
+	workers.Wait()
+	rep.Elapsed = time.Since(start)
+	rep.CPU = cpuTime() - cpu0
+	rep.LoadAfter = loadavg()
+	sort.Slice(latencies, func(i, j int) bool { return latencies[i] < latencies[j] })
+	if n := len(latencies); n > 0 {
+		rep.P50, rep.P99, rep.Max = latencies[n/2], latencies[min(n-1, n*99/100)], latencies[n-1]
+	}
+}
+
+// addTo adds one worker's counts to the report.
+func (st *workerStats) addTo(rep *report) {
+	rep.Sessions += st.sessions
+	rep.SessionFails += st.sessionFails
+	rep.Calls += st.calls
+	rep.CallFails += st.callFails
+	for k, v := range st.ends {
+		rep.Ends[k] += v
+	}
+	for k, v := range st.toolErrors {
+		rep.ToolErrors[k] += v
+	}
+	for k, v := range st.fails {
+		rep.FailKinds[k] += v
+	}
+}
+
+// settle waits (up to cfg.Settle) for the server to close every session,
+// by DELETE or idle timeout, and destroy what they owned, and records
+// what is left.
+func settle(cfg config, srv *server.Server, fakes *fakes, rep *report) {
+	settleStart := time.Now()
+	settleBy := settleStart.Add(cfg.Settle)
+	for (liveSessions(srv) > 0 || fakes.live() > 0) && time.Now().Before(settleBy) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	rep.SettleTook = time.Since(settleStart)
+	rep.LiveSessionsAfter = liveSessions(srv)
+	rep.Leaked = fakes.live()
+	rep.Unresolved = len(srv.Unresolved())
+	rep.Created, rep.Destroyed = fakes.created.Load(), fakes.destroyed.Load()
+}
+
+// verdict returns the run's failures.
+func verdict(cfg config, rep *report) []string {
+	var failures []string
+	fail := func(format string, args ...any) { failures = append(failures, fmt.Sprintf(format, args...)) }
 	if rep.Leaked != 0 {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("%d sandboxes leaked", rep.Leaked))
+		fail("%d sandboxes leaked", rep.Leaked)
 	}
 	if rep.Unresolved != 0 {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("%d sandboxes reported not destroyed", rep.Unresolved))
+		fail("%d sandboxes reported not destroyed", rep.Unresolved)
 	}
 	if rep.LiveSessionsAfter != 0 {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("%d sessions still live after %v", rep.LiveSessionsAfter, cfg.Settle))
+		fail("%d sessions still live after %v", rep.LiveSessionsAfter, cfg.Settle)
 	}
 	if n := rep.ToolErrors["internal"]; n != 0 {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("%d internal errors", n))
+		fail("%d internal errors", n)
 	}
 	if rep.Calls == 0 {
-		rep.Failures = append(rep.Failures, "no call was answered")
+		fail("no call was answered")
 	}
 	if rep.GoroutinesIdle > rep.GoroutinesBefore {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("goroutines of the idle server: %d after the load, %d before", rep.GoroutinesIdle, rep.GoroutinesBefore))
+		fail("goroutines of the idle server: %d after the load, %d before", rep.GoroutinesIdle, rep.GoroutinesBefore)
 	}
 	if rep.GoroutinesAfter > rep.GoroutinesStart {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("goroutines after teardown: %d, %d before", rep.GoroutinesAfter, rep.GoroutinesStart))
+		fail("goroutines after teardown: %d, %d before", rep.GoroutinesAfter, rep.GoroutinesStart)
 	}
 	if growth := rep.HeapIdle - rep.HeapBefore; growth > cfg.MaxHeapGrowth {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("live heap of the idle server grew by %d bytes", growth))
+		fail("live heap of the idle server grew by %d bytes", growth)
 	}
-	return rep, nil
+	return failures
 }
 
 // workerStats are one worker's counts, merged at the end.
