@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sandboxkit/sandboxkit/internal/fakecodeinterp"
@@ -36,30 +35,13 @@ type codeInterpreterDaemon interface {
 // codeInterpTable keeps the code interpreter of each sandbox daemon that
 // was sent a port-49999 request; its zero value is ready to use.
 type codeInterpTable struct {
-	mu      sync.Mutex
-	servers map[Daemon]*fakecodeinterp.Server
+	perDaemon[*fakecodeinterp.Server]
 }
 
 // get returns d's code interpreter, making it on first use, and closes
 // those of daemons no longer live (killed or expired sandboxes).
 func (t *codeInterpTable) get(d codeInterpreterDaemon, key Daemon, live map[Daemon]bool) *fakecodeinterp.Server {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k, s := range t.servers {
-		if !live[k] {
-			s.Close()
-			delete(t.servers, k)
-		}
-	}
-	if t.servers == nil {
-		t.servers = map[Daemon]*fakecodeinterp.Server{}
-	}
-	s := t.servers[key]
-	if s == nil {
-		s = d.CodeInterpreter()
-		t.servers[key] = s
-	}
-	return s
+	return t.perDaemon.get(key, live, d.CodeInterpreter, func(s *fakecodeinterp.Server) { s.Close() })
 }
 
 // serveCodeInterp serves a request to a sandbox's port 49999 with the

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"strconv"
-	"sync"
 )
 
 // PortDialer is a [Daemon] whose sandbox runs real servers and can reach
@@ -39,28 +38,13 @@ type portRoute struct {
 // portTransports keeps one transport per PortDialer daemon, so that
 // keep-alive connections to a sandbox's servers are reused; its zero
 // value is ready to use.
-type portTransports struct {
-	mu         sync.Mutex
-	transports map[Daemon]*http.Transport
-}
+type portTransports struct{ perDaemon[*http.Transport] }
 
 // get returns d's transport, making it on first use, and drops those of
 // daemons no longer live (killed or expired sandboxes).
 func (t *portTransports) get(d PortDialer, key Daemon, live map[Daemon]bool) *http.Transport {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for k, tr := range t.transports {
-		if !live[k] {
-			tr.CloseIdleConnections()
-			delete(t.transports, k)
-		}
-	}
-	if t.transports == nil {
-		t.transports = map[Daemon]*http.Transport{}
-	}
-	tr := t.transports[key]
-	if tr == nil {
-		tr = &http.Transport{
+	return t.perDaemon.get(key, live, func() *http.Transport {
+		return &http.Transport{
 			DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 				_, port, err := net.SplitHostPort(addr)
 				if err != nil {
@@ -73,9 +57,7 @@ func (t *portTransports) get(d PortDialer, key Daemon, live map[Daemon]bool) *ht
 				return d.DialPort(ctx, n)
 			},
 		}
-		t.transports[key] = tr
-	}
-	return tr
+	}, (*http.Transport).CloseIdleConnections)
 }
 
 // portRouteLocked returns the route to port of sandbox id, whose daemon is
