@@ -22,6 +22,14 @@ func (e *execFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&e.rootFS, "rootfs", "/", `with --exec namespace, the read-only lower layer of every sandbox's root filesystem`)
 }
 
+// kind names the sandboxes the chosen mode makes, for the console.
+func (e *execFlags) kind() string {
+	if e.mode == "namespace" {
+		return "real (namespace) sandboxes of " + e.rootFS
+	}
+	return "in-memory sandboxes"
+}
+
 // newDaemon returns the fake provider's NewDaemon for the chosen mode: nil
 // for memory, and for namespace the daemon after a start-up probe, whose
 // failure is returned with its reason (never a silent fallback).

@@ -151,7 +151,7 @@ host's kernel.`,
 			if reach.Console != "" {
 				fmt.Fprintf(errOut, "sandboxkit fake-provider: %s\n", reach.Console)
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "sandboxkit fake-provider: serving an in-memory E2B-compatible provider on %s until interrupted\n", srv.URL())
+			fmt.Fprintf(cmd.ErrOrStderr(), "sandboxkit fake-provider: serving an E2B-compatible provider with %s on %s until interrupted\n", exec.kind(), srv.URL())
 
 			ctx := cmd.Context()
 			if ctx == nil {
