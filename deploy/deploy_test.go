@@ -603,9 +603,10 @@ func (c *cluster) sweptSince(ctx context.Context, instance string, since time.Ti
 	return true
 }
 
-// TestKitCrashSpec runs the kit's crash spec against the reference server
-// as a stdio command: it passes, and fails for a server that does not
-// sweep at start, so the spec can tell them apart.
+// TestKitCrashSpec runs the kit's crash specs against the reference server
+// as a stdio command: the restart sweep and the live sibling both pass,
+// and the sweep spec fails for a server that does not sweep at start, so
+// the spec can tell them apart.
 func TestKitCrashSpec(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes; skipped with -short")
@@ -621,7 +622,7 @@ func TestKitCrashSpec(t *testing.T) {
 		}
 		return string(out), code
 	}
-	if out, code := runKit(bin + " serve"); code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
+	if out, code := runKit(bin + " serve"); code != 0 || !strings.Contains(out, "2 passed, 0 failed") {
 		t.Errorf("crash spec against serve: exit %d\n%s", code, out)
 	}
 	if out, code := runKit(bin + " serve --sweep-at-start=false"); code == 0 || !strings.Contains(out, "still run (crash bound 5s)") {

@@ -114,7 +114,6 @@ type procTable struct {
 	mu    sync.Mutex
 	next  uint32
 	procs map[uint32]*process
-	wg    sync.WaitGroup
 }
 
 func newProcTable() *procTable {
@@ -220,11 +219,7 @@ func (t *procTable) start(parent context.Context, abort <-chan struct{}, spec st
 	}
 	p.proc, p.stdinW, p.pid = proc, proc.Stdin(), proc.Pid()
 	t.add(p)
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		t.run(p, spec.timeout)
-	}()
+	go t.run(p, spec.timeout)
 	return p, sub, nil
 }
 
@@ -245,18 +240,22 @@ func (t *procTable) run(p *process, timeout time.Duration) {
 	p.hub.finish(endEvent(code, cause))
 }
 
-// killAll signals every process and waits (bounded) for them to end.
+// killAll signals every process and waits (bounded) for those it
+// signalled to end. It waits on each process's own done channel rather
+// than on a WaitGroup of the table: a start may race with it (a Close
+// while a request starts a process), and a WaitGroup's Add may not race
+// with its Wait.
 func (t *procTable) killAll(wait time.Duration) {
-	for _, p := range t.all() {
+	procs := t.all()
+	for _, p := range procs {
 		p.signal(syscall.SIGKILL)
 	}
-	done := make(chan struct{})
-	go func() {
-		t.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(wait):
+	timeout := time.After(wait)
+	for _, p := range procs {
+		select {
+		case <-p.done:
+		case <-timeout:
+			return
+		}
 	}
 }
