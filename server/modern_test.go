@@ -183,10 +183,8 @@ func TestModernLeaseSurvivesCloseAndShutdown(t *testing.T) {
 // on another connection of the same principal.
 func TestModernPrincipals(t *testing.T) {
 	h := newHarness(t, nil)
-	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
-	as := func(tok string) *client {
-		return connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}))
-	}
+	ts := serveTwoPrincipals(t, h)
+	as := func(tok string) *client { return connectModernHTTP(t, h, ts.URL, bearer(t, tok)) }
 	alice, bob := as("token-of-alice-123"), as("token-of-bob-4567")
 	id := alice.ok("create_sandbox", nil)["sandbox_id"].(string)
 	if rec, _ := h.fp.Sandbox(id); rec.Metadata[PrincipalTagKey] != "alice" {
@@ -229,10 +227,8 @@ func TestModernPrincipals(t *testing.T) {
 // principal's sandboxes nor ones the server cannot attribute.
 func TestModernListOnlyOwnPrincipal(t *testing.T) {
 	h := newHarness(t, nil)
-	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
-	as := func(tok string) *client {
-		return connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}))
-	}
+	ts := serveTwoPrincipals(t, h)
+	as := func(tok string) *client { return connectModernHTTP(t, h, ts.URL, bearer(t, tok)) }
 	alice, bob := as("token-of-alice-123"), as("token-of-bob-4567")
 	created := map[string][]string{}
 	for who, c := range map[string]*client{"alice": alice, "bob": bob} {
@@ -548,8 +544,8 @@ func TestModernConcurrentCalls(t *testing.T) {
 // nothing.
 func TestLegacySessionBoundToPrincipal(t *testing.T) {
 	h := newHarness(t, nil)
-	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
-	alice := connectHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}}))
+	ts := serveTwoPrincipals(t, h)
+	alice := connectHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123"))
 	alice.ok("create_sandbox", nil)
 	sid := alice.cs.ID()
 	bob := http.Header{"Authorization": {"Bearer token-of-bob-4567"}}
@@ -570,7 +566,7 @@ func TestLegacySessionBoundToPrincipal(t *testing.T) {
 
 	// HANDLE-1 holds in bob's own 2025 session too: alice's leased sandbox
 	// is not_found there, as an unknown one is.
-	leased := connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}})).ok("create_sandbox", nil)["sandbox_id"]
+	leased := connectModernHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123")).ok("create_sandbox", nil)["sandbox_id"]
 	bobs := connectHTTP(t, h, ts.URL, httpClient(t, bob))
 	for name, args := range map[string]map[string]any{
 		"get_sandbox":         {"sandbox_id": leased},
@@ -585,6 +581,6 @@ func TestLegacySessionBoundToPrincipal(t *testing.T) {
 	if _, ok := h.fp.Sandbox(leased.(string)); !ok {
 		t.Error("bob's 2025 session killed alice's leased sandbox")
 	}
-	aliceLegacy := connectHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer token-of-alice-123"}}))
+	aliceLegacy := connectHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123"))
 	aliceLegacy.ok("run_command", map[string]any{"command": "true", "sandbox_id": leased})
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/sandboxkit/sandboxkit/fakeprovider"
@@ -13,11 +12,10 @@ import (
 // eras, and reaches none of them; each caller still reaches its own.
 func TestOwnSandboxesOnly(t *testing.T) {
 	h := newHarness(t, &harnessOptions{ownOnly: true})
-	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
-	hc := func(tok string) *http.Client { return httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}) }
-	modern := connectModernHTTP(t, h, ts.URL, hc("token-of-alice-123"))
-	legacy := connectHTTP(t, h, ts.URL, hc("token-of-alice-123"))
-	other := connectHTTP(t, h, ts.URL, hc("token-of-bob-4567"))
+	ts := serveTwoPrincipals(t, h)
+	modern := connectModernHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123"))
+	legacy := connectHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123"))
+	other := connectHTTP(t, h, ts.URL, bearer(t, "token-of-bob-4567"))
 	external := h.fp.AddSandbox(fakeprovider.SandboxSeed{})
 	leased := modern.ok("create_sandbox", nil)["sandbox_id"].(string)
 	owned := legacy.ok("create_sandbox", nil)["sandbox_id"].(string)

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/sandboxkit/sandboxkit/sandbox"
@@ -13,10 +12,8 @@ import (
 // connect). The owner still gets its URL.
 func TestTransferURLBoundToPrincipal(t *testing.T) {
 	h := newHarness(t, nil)
-	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
-	as := func(tok string) *client {
-		return connectModernHTTP(t, h, ts.URL, httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}))
-	}
+	ts := serveTwoPrincipals(t, h)
+	as := func(tok string) *client { return connectModernHTTP(t, h, ts.URL, bearer(t, tok)) }
 	alice, bob := as("token-of-alice-123"), as("token-of-bob-4567")
 	id := alice.ok("create_sandbox", nil)["sandbox_id"].(string)
 	alice.ok("write_file", map[string]any{"path": "/tmp/secret.txt", "content": "alice's", "sandbox_id": id})
@@ -44,14 +41,13 @@ func TestTransferURLBoundToPrincipal(t *testing.T) {
 // principal still reaches it by ID.
 func TestSessionSandboxBoundToPrincipal(t *testing.T) {
 	h := newHarness(t, nil)
-	ts := serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
-	hc := func(tok string) *http.Client { return httpClient(t, http.Header{"Authorization": {"Bearer " + tok}}) }
-	alice := connectHTTP(t, h, ts.URL, hc("token-of-alice-123"))
+	ts := serveTwoPrincipals(t, h)
+	alice := connectHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123"))
 	id := alice.ok("create_sandbox", nil)["sandbox_id"].(string)
 	if rec, _ := h.fp.Sandbox(id); rec.Metadata[SessionPrincipalTagKey] != "alice" || rec.Metadata[PrincipalTagKey] != "" {
 		t.Errorf("session principal in metadata %q (lease principal %q), want alice (none)", rec.Metadata[SessionPrincipalTagKey], rec.Metadata[PrincipalTagKey])
 	}
-	bob, bobModern := connectHTTP(t, h, ts.URL, hc("token-of-bob-4567")), connectModernHTTP(t, h, ts.URL, hc("token-of-bob-4567"))
+	bob, bobModern := connectHTTP(t, h, ts.URL, bearer(t, "token-of-bob-4567")), connectModernHTTP(t, h, ts.URL, bearer(t, "token-of-bob-4567"))
 	unknown := bob.fail("get_sandbox", map[string]any{"sandbox_id": "nosuchsandbox000000000"})
 	h.fp.Journal().Reset()
 	for who, c := range map[string]*client{"bob's session": bob, "bob's modern request": bobModern} {
@@ -73,6 +69,6 @@ func TestSessionSandboxBoundToPrincipal(t *testing.T) {
 			t.Errorf("bob's calls made %d %s calls: %v", n, op, h.fp.Journal().Ops())
 		}
 	}
-	again := connectHTTP(t, h, ts.URL, hc("token-of-alice-123"))
+	again := connectHTTP(t, h, ts.URL, bearer(t, "token-of-alice-123"))
 	again.ok("run_command", map[string]any{"command": "true", "sandbox_id": id})
 }

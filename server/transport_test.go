@@ -45,6 +45,14 @@ func (h headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.next.RoundTrip(r)
 }
 
+// serveTwoPrincipals serves h over HTTP with a tokens file of two
+// principals: token-of-alice-123 is alice's, token-of-bob-4567 bob's
+// (bearer makes a client that sends one).
+func serveTwoPrincipals(t *testing.T, h *harness) *httptest.Server {
+	t.Helper()
+	return serveHTTP(t, h, &HTTPOptions{Tokens: map[string]string{"token-of-alice-123": "alice", "token-of-bob-4567": "bob"}})
+}
+
 // serveHTTP serves the harness's server on loopback.
 func serveHTTP(t *testing.T, h *harness, opts *HTTPOptions) *httptest.Server {
 	ts := httptest.NewServer(h.srv.HTTPHandler(opts))
