@@ -204,27 +204,15 @@ func (r *hostileRun) phase(name string, body func(count func(string))) {
 	count := func(s string) { cmu.Lock(); counts[s]++; cmu.Unlock() }
 	var peak atomic.Int64
 	peak.Store(rssOf(r.pid))
-	done := make(chan struct{})
-	var swg sync.WaitGroup
-	swg.Go(func() {
-		t := time.NewTicker(20 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				if rss := rssOf(r.pid); rss > peak.Load() {
-					peak.Store(rss)
-				}
-			}
+	stopSampling := every(20*time.Millisecond, func() {
+		if rss := rssOf(r.pid); rss > peak.Load() {
+			peak.Store(rss)
 		}
 	})
 	start := time.Now()
 	body(count)
 	took := time.Since(start)
-	close(done)
-	swg.Wait()
+	stopSampling()
 	r.rep.Statuses[name] = counts
 	r.rep.Phases = append(r.rep.Phases, phaseFigure{Name: name, EndRSS: rssOf(r.pid) - r.rep.BaselineRSS, Peak: peak.Load() - r.rep.BaselineRSS, Took: took})
 }

@@ -385,28 +385,39 @@ func startSoakServer(cfg config, fakes *fakes, logw io.Writer) (*server.Server, 
 // startJanitor keeps the fakes' request journals from growing without
 // bound and samples their live sandboxes; stop returns the peak.
 func startJanitor(fakes *fakes) (stop func() int) {
-	done := make(chan struct{})
-	var janitor sync.WaitGroup
 	var peakLive atomic.Int64
-	janitor.Go(func() {
-		t := time.NewTicker(250 * time.Millisecond)
+	stopTicking := every(250*time.Millisecond, func() {
+		fakes.resetJournals()
+		if n := int64(fakes.live()); n > peakLive.Load() {
+			peakLive.Store(n)
+		}
+	})
+	return func() int {
+		stopTicking()
+		return int(peakLive.Load())
+	}
+}
+
+// every calls fn every interval on a goroutine of its own until stop,
+// which returns once fn has run for the last time.
+func every(interval time.Duration, fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
 			select {
 			case <-done:
 				return
 			case <-t.C:
-				fakes.resetJournals()
-				if n := int64(fakes.live()); n > peakLive.Load() {
-					peakLive.Store(n)
-				}
+				fn()
 			}
 		}
 	})
-	return func() int {
+	return func() {
 		close(done)
-		janitor.Wait()
-		return int(peakLive.Load())
+		wg.Wait()
 	}
 }
 
