@@ -136,7 +136,7 @@ func specCursorNoLoss(ctx context.Context, tc *TestContext) {
 	s := tc.Connect(ctx)
 	s.runCommand(ctx, "true")
 	id, _ := bgStart(ctx, tc, s, map[string]any{
-		"command": `for i in $(seq 1 200); do echo line-$i; if [ $((i % 10)) -eq 0 ]; then echo err-$i >&2; fi; sleep 0.01; done`,
+		"command": `for i in $(seq 1 200); do echo line-$i; if [ $((i % 10)) -eq 0 ]; then echo err-$i >&2; fi; sleep 0.005; done`,
 	})
 	var wantOut, wantErr strings.Builder
 	for i := 1; i <= 200; i++ {

@@ -88,7 +88,8 @@ deadline out, a reference server of their own gets 100 no-op round trips
 measured at the spec's start (at least 1s, at most 2s).
 
 Parallel processes: the specs mostly wait, so the kit runs them in --procs
-processes of itself (default 4), each with its own fake provider and its own
+processes of itself (default 6 in-process, 4 for a --server-cmd or --exec
+namespace), each with its own fake provider and its own
 server (in-process, or the --server-cmd it starts), which share the specs as
 they go; the summary and the JUnit and JSON reports are merged. Runs that
 cannot split use one process: --cloud, --evidence-dir, --dry-run,
@@ -259,7 +260,7 @@ finding, a run that could not start, or a usage error).`,
 	fl.BoolVar(&f.run.FailFast, "fail-fast", false, "stop at the first failure")
 	fl.DurationVar(&f.run.Timeout, "timeout", time.Hour, "bound on the whole run")
 	fl.BoolVar(&f.run.DryRun, "dry-run", false, "walk the selected specs without running them")
-	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server and stdio commands, 1 otherwise)", defaultProcs))
+	fl.IntVar(&f.procs, "procs", 0, fmt.Sprintf("processes that run the specs in parallel, each with its own fake and server (default %d for the in-process server with in-memory sandboxes, %d for stdio commands and real sandboxes, 1 otherwise)", defaultInProcessProcs, defaultProcs))
 	fl.StringVar(&f.claimDir, "claim-dir", "", "internal: run as one process of a parallel run, claiming specs in this directory")
 	_ = fl.MarkHidden("claim-dir")
 	addProfileFlag(fl, &f.cpuProfile)
@@ -303,12 +304,16 @@ func (f *conformFlags) noteReports(w io.Writer) {
 }
 
 // processes is how many processes the run uses: --procs, or by default
-// defaultProcs where the run can split and 1 where it cannot.
+// defaultInProcessProcs or defaultProcs where the run can split and 1 where
+// it cannot.
 func (f *conformFlags) processes(cmd *cobra.Command) (int, error) {
 	blocker := f.parallelBlocker()
 	if !cmd.Flags().Changed("procs") {
 		if blocker != "" {
 			return 1, nil
+		}
+		if f.serverCmd == "" && f.exec.mode == "memory" {
+			return defaultInProcessProcs, nil
 		}
 		return defaultProcs, nil
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"io"
 	"os"
 	"os/exec"
@@ -24,12 +23,21 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/sandboxkit/sandboxkit/conformance"
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 )
 
-// defaultProcs is how many processes a parallel run uses: the specs mostly
-// wait (on deadlines, timeouts and commands in the fake), so more processes
-// than cores still gain.
-const defaultProcs = 4
+// Default process counts of a parallel run: the specs mostly wait (on
+// deadlines, timeouts and commands in the fake), so more processes than
+// cores still gain. Against the in-process reference server with in-memory
+// sandboxes a process costs a fake and a server of its own and little CPU
+// while its specs wait: six let the short specs run beside the long
+// waiting ones (hang, drip, command timeouts), where four left the CPU half
+// idle. A stdio command starts a server process per session, and real
+// sandboxes run real processes: those keep four.
+const (
+	defaultProcs          = 4
+	defaultInProcessProcs = 6
+)
 
 // parallelBlocker says why the run must stay in one process, or "".
 // Processes share nothing: each serves its own fake and starts its own
