@@ -28,66 +28,26 @@ const bgPrompt = 5 * time.Second
 
 func backgroundSpecs() []Spec {
 	return []Spec{
-		{
-			ID: "background.start-returns-at-once", Rules: []string{"BG-1", "BG-2"},
-			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
-			Title: "start_background_command returns command_id and sandbox_id at once for a long command, which then reads as running with a null exit_code",
-			Body:  specStartReturnsAtOnce,
-		},
-		{
-			ID: "background.exit-status", Rules: []string{"BG-1", "BG-2"},
-			Tools: []string{"start_background_command", "get_background_command", "run_command"},
-			Title: "get_background_command reports running false and the exit_code once the command ended, with its cwd and envs honoured",
-			Body:  specExitStatus,
-		},
-		{
-			ID: "background.cursor-no-loss", Rules: []string{"BG-2"},
-			Tools: []string{"start_background_command", "get_background_command", "run_command"},
-			Title: "reading a running command from next_cursor in small pieces returns every byte of stdout and stderr exactly once",
-			Body:  specCursorNoLoss,
-		},
-		{
-			ID: "background.max-bytes-backlog", Rules: []string{"BG-2"},
-			Tools: []string{"start_background_command", "get_background_command", "run_command"},
-			Title: "output that piled up past max_bytes before the first read comes back at most max_bytes per read, every byte exactly once",
-			Body:  specMaxBytesBacklog,
-		},
-		{
-			ID: "background.kill", Rules: []string{"BG-3"},
-			Tools: []string{"start_background_command", "get_background_command", "kill_background_command", "run_command"},
-			Title: "kill_background_command with SIGTERM (the default) or SIGKILL answers success true and the command stops",
-			Body:  specKill,
-		},
-		{
-			ID: "background.unknown-id-not-found", Rules: []string{"BG-3"},
-			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
-			Title: "get_background_command and kill_background_command answer not_found for a command_id this session never got",
-			Body:  specUnknownIDNotFound,
-		},
-		{
-			ID: "background.foreign-session-not-found", Rules: []string{"BG-3", "BG-4"},
-			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
-			Title: "a command_id is valid only in the session that started it: another session gets not_found and cannot stop it",
-			Body:  specForeignSessionNotFound,
-		},
-		{
-			ID: "background.implicit-create", Rules: []string{"SESSION-2", "BG-1"}, NeedsFake: true,
-			Tools: []string{"start_background_command", "get_sandbox"},
-			Title: "start_background_command without sandbox_id and without a default creates one sandbox, names it in sandbox_id and makes it the owned default",
-			Body:  specBackgroundImplicitCreate,
-		},
-		{
-			ID: "background.renews-owned", Rules: []string{"RENEW-1"}, NeedsFake: true,
-			Tools: []string{"create_sandbox", "start_background_command", "get_background_command", "kill_background_command"},
-			Title: "start, get and kill of a background command on an owned sandbox each renew it to the session's renewal policy",
-			Body:  specBackgroundRenewsOwned,
-		},
-		{
-			ID: "background.external-no-renew", Rules: []string{"RENEW-2", "BG-1"}, NeedsFake: true,
-			Tools: []string{"start_background_command", "get_background_command", "kill_background_command"},
-			Title: "background commands on an external sandbox reach it through connect and never renew it",
-			Body:  specBackgroundExternalNoRenew,
-		},
+		{ID: "background.start-returns-at-once", Rules: []string{"BG-1", "BG-2"}, Tools: []string{"start_background_command", "get_background_command", "kill_background_command"}, Body: specStartReturnsAtOnce,
+			Title: "start_background_command returns command_id and sandbox_id at once for a long command, which then reads as running with a null exit_code"},
+		{ID: "background.exit-status", Rules: []string{"BG-1", "BG-2"}, Tools: []string{"start_background_command", "get_background_command", "run_command"}, Body: specExitStatus,
+			Title: "get_background_command reports running false and the exit_code once the command ended, with its cwd and envs honoured"},
+		{ID: "background.cursor-no-loss", Rules: []string{"BG-2"}, Tools: []string{"start_background_command", "get_background_command", "run_command"}, Body: specCursorNoLoss,
+			Title: "reading a running command from next_cursor in small pieces returns every byte of stdout and stderr exactly once"},
+		{ID: "background.max-bytes-backlog", Rules: []string{"BG-2"}, Tools: []string{"start_background_command", "get_background_command", "run_command"}, Body: specMaxBytesBacklog,
+			Title: "output that piled up past max_bytes before the first read comes back at most max_bytes per read, every byte exactly once"},
+		{ID: "background.kill", Rules: []string{"BG-3"}, Tools: []string{"start_background_command", "get_background_command", "kill_background_command", "run_command"}, Body: specKill,
+			Title: "kill_background_command with SIGTERM (the default) or SIGKILL answers success true and the command stops"},
+		{ID: "background.unknown-id-not-found", Rules: []string{"BG-3"}, Tools: []string{"start_background_command", "get_background_command", "kill_background_command"}, Body: specUnknownIDNotFound,
+			Title: "get_background_command and kill_background_command answer not_found for a command_id this session never got"},
+		{ID: "background.foreign-session-not-found", Rules: []string{"BG-3", "BG-4"}, Tools: []string{"start_background_command", "get_background_command", "kill_background_command"}, Body: specForeignSessionNotFound,
+			Title: "a command_id is valid only in the session that started it: another session gets not_found and cannot stop it"},
+		{ID: "background.implicit-create", Rules: []string{"SESSION-2", "BG-1"}, Tools: []string{"start_background_command", "get_sandbox"}, NeedsFake: true, Body: specBackgroundImplicitCreate,
+			Title: "start_background_command without sandbox_id and without a default creates one sandbox, names it in sandbox_id and makes it the owned default"},
+		{ID: "background.renews-owned", Rules: []string{"RENEW-1"}, Tools: []string{"create_sandbox", "start_background_command", "get_background_command", "kill_background_command"}, NeedsFake: true, Body: specBackgroundRenewsOwned,
+			Title: "start, get and kill of a background command on an owned sandbox each renew it to the session's renewal policy"},
+		{ID: "background.external-no-renew", Rules: []string{"RENEW-2", "BG-1"}, Tools: []string{"start_background_command", "get_background_command", "kill_background_command"}, NeedsFake: true, Body: specBackgroundExternalNoRenew,
+			Title: "background commands on an external sandbox reach it through connect and never renew it"},
 	}
 }
 

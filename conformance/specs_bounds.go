@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -357,50 +358,23 @@ func boundsDataPlaneSpec(tool, rule, rejects, accepts string, body func(context.
 		rules = append(rules, "VAL-1", "VAL-2")
 		title += ", and accepts " + accepts
 	}
-	return Spec{
-		ID: "bounds." + strings.ReplaceAll(tool, "_", "-"), Title: title,
-		Rules: append(rules, "VAL-3", "VAL-4", "VAL-6", "VAL-7"), Tools: []string{tool}, Body: body,
-	}
+	return Spec{ID: "bounds." + strings.ReplaceAll(tool, "_", "-"), Rules: append(rules, "VAL-3", "VAL-4", "VAL-6", "VAL-7"), Tools: []string{tool}, Body: body,
+		Title: title}
 }
 
 // boundsLifecycleSpecs are the bounds of the lifecycle tools and create_sandbox.
 func boundsLifecycleSpecs() []Spec {
 	return []Spec{
-		{
-			ID:    "bounds.list-sandboxes",
-			Title: "list_sandboxes rejects a limit outside 1-100, a negative or over-cap offset, a status outside running/paused, wrong types and undefined arguments, without any platform call, and accepts the edges",
-			Rules: []string{"LIST-3", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"list_sandboxes"},
-			Body:  specBoundsListSandboxes,
-		},
-		{
-			ID:    "bounds.get-sandbox",
-			Title: "get_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call, and without a default still fails with no call",
-			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7", "GET-2"},
-			Tools: []string{"get_sandbox"},
-			Body:  specBoundsGetSandbox,
-		},
-		{
-			ID:    "bounds.kill-sandbox",
-			Title: "kill_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call or kill",
-			Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"kill_sandbox"},
-			Body:  specBoundsKillSandbox,
-		},
-		{
-			ID:    "bounds.set-sandbox-timeout",
-			Title: "set_sandbox_timeout requires an integer timeout of 1-86400 and a non-empty sandbox_id, rejecting everything else without any platform call or change of the renewal policy, and accepts 1 and 86400",
-			Rules: []string{"TIMEOUT-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"set_sandbox_timeout"},
-			Body:  specBoundsSetSandboxTimeout,
-		},
-		{
-			ID:    "bounds.create-sandbox",
-			Title: "create_sandbox rejects a timeout outside 1-86400, non-positive or non-integer cpu and memory, non-object envs or non-string env values, wrong types and undefined arguments such as team, without any platform call, creation or change of the default, and accepts timeouts 1 and 86400",
-			Rules: []string{"CREATE-1", "CREATE-4", "VAL-1", "VAL-2", "VAL-4", "VAL-5", "VAL-6", "VAL-7"},
-			Tools: []string{"create_sandbox"},
-			Body:  specBoundsCreateSandbox,
-		},
+		{ID: "bounds.list-sandboxes", Rules: []string{"LIST-3", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"}, Tools: []string{"list_sandboxes"}, Body: specBoundsListSandboxes,
+			Title: "list_sandboxes rejects a limit outside 1-100, a negative or over-cap offset, a status outside running/paused, wrong types and undefined arguments, without any platform call, and accepts the edges"},
+		{ID: "bounds.get-sandbox", Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7", "GET-2"}, Tools: []string{"get_sandbox"}, Body: specBoundsGetSandbox,
+			Title: "get_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call, and without a default still fails with no call"},
+		{ID: "bounds.kill-sandbox", Rules: []string{"VAL-3", "VAL-4", "VAL-6", "VAL-7"}, Tools: []string{"kill_sandbox"}, Body: specBoundsKillSandbox,
+			Title: "kill_sandbox rejects an explicitly empty or non-string sandbox_id and undefined arguments (team, sandbox_domain) without any platform call or kill"},
+		{ID: "bounds.set-sandbox-timeout", Rules: []string{"TIMEOUT-1", "VAL-1", "VAL-2", "VAL-3", "VAL-4", "VAL-6", "VAL-7"}, Tools: []string{"set_sandbox_timeout"}, Body: specBoundsSetSandboxTimeout,
+			Title: "set_sandbox_timeout requires an integer timeout of 1-86400 and a non-empty sandbox_id, rejecting everything else without any platform call or change of the renewal policy, and accepts 1 and 86400"},
+		{ID: "bounds.create-sandbox", Rules: []string{"CREATE-1", "CREATE-4", "VAL-1", "VAL-2", "VAL-4", "VAL-5", "VAL-6", "VAL-7"}, Tools: []string{"create_sandbox"}, Body: specBoundsCreateSandbox,
+			Title: "create_sandbox rejects a timeout outside 1-86400, non-positive or non-integer cpu and memory, non-object envs or non-string env values, wrong types and undefined arguments such as team, without any platform call, creation or change of the default, and accepts timeouts 1 and 86400"},
 	}
 }
 
@@ -527,20 +501,10 @@ func boundsBackgroundBinarySpecs() []Spec {
 	return []Spec{
 		boundsDataPlaneSpec("start_background_command", "BG-1", "a missing or non-string command, malformed envs",
 			"", boundsDataPlane("start_background_command", startBackgroundCommandBounds, nil)),
-		{
-			ID:    "bounds.get-background-command",
-			Title: "get_background_command rejects a missing command_id, a max_bytes below 1, above its cap or not an integer, a non-string cursor and undefined arguments without any platform call, and accepts max_bytes 1 and the cap",
-			Rules: []string{"BG-2", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"start_background_command", "get_background_command"},
-			Body:  specBoundsGetBackgroundCommand,
-		},
-		{
-			ID:    "bounds.kill-background-command",
-			Title: "kill_background_command rejects a missing command_id, a signal other than SIGTERM or SIGKILL, wrong types and undefined arguments without any platform call, and accepts both signals",
-			Rules: []string{"BG-3", "VAL-4", "VAL-6", "VAL-7"},
-			Tools: []string{"start_background_command", "kill_background_command"},
-			Body:  specBoundsKillBackgroundCommand,
-		},
+		{ID: "bounds.get-background-command", Rules: []string{"BG-2", "VAL-1", "VAL-2", "VAL-4", "VAL-6", "VAL-7"}, Tools: []string{"start_background_command", "get_background_command"}, Body: specBoundsGetBackgroundCommand,
+			Title: "get_background_command rejects a missing command_id, a max_bytes below 1, above its cap or not an integer, a non-string cursor and undefined arguments without any platform call, and accepts max_bytes 1 and the cap"},
+		{ID: "bounds.kill-background-command", Rules: []string{"BG-3", "VAL-4", "VAL-6", "VAL-7"}, Tools: []string{"start_background_command", "kill_background_command"}, Body: specBoundsKillBackgroundCommand,
+			Title: "kill_background_command rejects a missing command_id, a signal other than SIGTERM or SIGKILL, wrong types and undefined arguments without any platform call, and accepts both signals"},
 		boundsDataPlaneSpec("upload_file", "BIN-1", "data_base64 that is not strict standard base64 (bad length, padding, alphabet, whitespace, non-zero trailing bits), missing or non-string arguments",
 			"", boundsDataPlane("upload_file", uploadFileBounds, nil)),
 		boundsDataPlaneSpec("download_file", "BIN-2", "a missing path, a max_bytes below 1, above its cap or not an integer",
@@ -703,4 +667,52 @@ func uploadFileBounds(*TestContext) []boundsCase {
 	}
 	cs = append(cs, base.sandboxIDCases()...)
 	return append(cs, base.unknownCases("mode", "team")...)
+}
+
+// emptyIDCalls are valid calls of every tool that takes sandbox_id, with
+// sandbox_id explicitly empty: each must be rejected, also when the session
+// has a default that "" could be mistaken for (VAL-3).
+var emptyIDCalls = []struct {
+	tool string
+	args map[string]any
+}{
+	{"get_sandbox", map[string]any{}},
+	{"kill_sandbox", map[string]any{}},
+	{"set_sandbox_timeout", map[string]any{"timeout": 600}},
+	{"run_command", map[string]any{"command": "echo val3"}},
+	{"run_code", map[string]any{"code": "echo val3", "language": "bash"}},
+	{"read_file", map[string]any{"path": "/home/user/val3.txt"}},
+	{"write_file", map[string]any{"path": "/home/user/val3.txt", "content": "val3"}},
+	{"list_files", map[string]any{"path": "/home/user"}},
+	{"start_background_command", map[string]any{"command": "sleep 30"}},
+	{"upload_file", map[string]any{"path": "/home/user/val3.bin", "data_base64": "dmFsMw=="}},
+	{"download_file", map[string]any{"path": "/home/user/val3.bin"}},
+}
+
+func boundsWithDefaultSpecs() []Spec {
+	return []Spec{
+		{ID: "bounds.empty-id-with-default", Rules: []string{"VAL-3", "VAL-6", "VAL-7"}, Tools: []string{"create_sandbox", "get_sandbox"}, Body: specEmptyIDWithDefault,
+			Title: `with a default sandbox present, every tool given sandbox_id "" is an invalid_argument error naming sandbox_id, makes no platform request, and leaves the default as it was (alive, still the default, its end time unchanged)`},
+	}
+}
+
+func specEmptyIDWithDefault(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	def := s.mustCreate(ctx, nil)
+	before, _ := tc.Fake.Sandbox(def)
+	tc.Clock.Advance(5 * time.Second) // a renewal by mistake would move endAt
+	checked := 0
+	for _, c := range emptyIDCalls {
+		if tc.Advertised(c.tool) == nil {
+			continue
+		}
+		checked++
+		s.expectRejected(ctx, c.tool, []boundsCase{validArgs(c.args).valueCase("sandbox_id", "empty-with-default", "")})
+	}
+	gomega.Expect(checked).To(gomega.BeNumerically(">", 0), "no advertised tool takes sandbox_id")
+	after, alive := tc.Fake.Sandbox(def)
+	gomega.Expect(alive).To(gomega.BeTrue(), `a call with sandbox_id "" destroyed the default sandbox`)
+	gomega.Expect(after.EndAt).To(gomega.BeTemporally("==", before.EndAt),
+		`a call with sandbox_id "" changed the default sandbox's end time (it was taken for the default)`)
+	s.expectUnchanged(ctx, 1, def)
 }

@@ -33,48 +33,18 @@ const (
 // result of the run for the secrets the platform issued.
 func cloudSpecs() []Spec {
 	return []Spec{
-		{
-			ID:    "cloud.create-matches-platform",
-			Title: "create_sandbox and get_sandbox report the metadata the platform has for the new sandbox, with the requested lifetime",
-			Rules: []string{"CREATE-6", "META-1", "META-2", "META-3", "GET-1", "VERIFY-1"},
-			Tools: []string{"create_sandbox", "get_sandbox"},
-			Body:  specCreateMatchesPlatform,
-		},
-		{
-			ID:    "cloud.set-timeout-moves-end",
-			Title: fmt.Sprintf("set_sandbox_timeout moves the sandbox's end time on the platform to now + timeout (within %s of the previous move, %s of the kit's clock)", cloudEndTolerance, cloudClockSkew),
-			Rules: []string{"TIMEOUT-1", "TIMEOUT-2", "TIMEOUT-3", "TIMEOUT-7", "VERIFY-1"},
-			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
-			Body:  specSetTimeoutMovesEnd,
-		},
-		{
-			ID:    "cloud.close-destroys-owned-spares-external",
-			Title: "closing a session destroys the sandbox it created on the platform and leaves an external sandbox it read running and unrenewed",
-			Rules: []string{"SESSION-1", "CREATE-5", "GET-6", "VERIFY-1"},
-			Tools: []string{"create_sandbox", "get_sandbox"},
-			Body:  specCloseDestroysOwnedSparesExternal,
-		},
-		{
-			ID:    "cloud.close-destroys-implicit",
-			Title: "closing a session destroys the default sandbox a data-plane tool created implicitly on the platform",
-			Rules: []string{"SESSION-1", "SESSION-2", "VERIFY-1"},
-			Tools: []string{"run_command", "get_sandbox"},
-			Body:  specCloseDestroysImplicit,
-		},
-		{
-			ID:    "cloud.list-shows-created",
-			Title: "list_sandboxes pages through the account and shows a sandbox the session created with the platform's metadata",
-			Rules: []string{"LIST-1", "LIST-5", "META-1", "VERIFY-1"},
-			Tools: []string{"create_sandbox", "list_sandboxes"},
-			Body:  specListShowsCreated,
-		},
-		{
-			ID:    "cloud.tokens-absent-from-results",
-			Title: "no tool result of the run and no line of the server's log holds a token, domain, client ID or key the platform issued",
-			Rules: []string{"META-4", "CREATE-6", "VERIFY-1"},
-			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout"},
-			Body:  specTokensAbsentFromResults,
-		},
+		{ID: "cloud.create-matches-platform", Rules: []string{"CREATE-6", "META-1", "META-2", "META-3", "GET-1", "VERIFY-1"}, Tools: []string{"create_sandbox", "get_sandbox"}, Body: specCreateMatchesPlatform,
+			Title: "create_sandbox and get_sandbox report the metadata the platform has for the new sandbox, with the requested lifetime"},
+		{ID: "cloud.set-timeout-moves-end", Rules: []string{"TIMEOUT-1", "TIMEOUT-2", "TIMEOUT-3", "TIMEOUT-7", "VERIFY-1"}, Tools: []string{"create_sandbox", "set_sandbox_timeout"}, Body: specSetTimeoutMovesEnd,
+			Title: fmt.Sprintf("set_sandbox_timeout moves the sandbox's end time on the platform to now + timeout (within %s of the previous move, %s of the kit's clock)", cloudEndTolerance, cloudClockSkew)},
+		{ID: "cloud.close-destroys-owned-spares-external", Rules: []string{"SESSION-1", "CREATE-5", "GET-6", "VERIFY-1"}, Tools: []string{"create_sandbox", "get_sandbox"}, Body: specCloseDestroysOwnedSparesExternal,
+			Title: "closing a session destroys the sandbox it created on the platform and leaves an external sandbox it read running and unrenewed"},
+		{ID: "cloud.close-destroys-implicit", Rules: []string{"SESSION-1", "SESSION-2", "VERIFY-1"}, Tools: []string{"run_command", "get_sandbox"}, Body: specCloseDestroysImplicit,
+			Title: "closing a session destroys the default sandbox a data-plane tool created implicitly on the platform"},
+		{ID: "cloud.list-shows-created", Rules: []string{"LIST-1", "LIST-5", "META-1", "VERIFY-1"}, Tools: []string{"create_sandbox", "list_sandboxes"}, Body: specListShowsCreated,
+			Title: "list_sandboxes pages through the account and shows a sandbox the session created with the platform's metadata"},
+		{ID: "cloud.tokens-absent-from-results", Rules: []string{"META-4", "CREATE-6", "VERIFY-1"}, Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout"}, Body: specTokensAbsentFromResults,
+			Title: "no tool result of the run and no line of the server's log holds a token, domain, client ID or key the platform issued"},
 	}
 }
 

@@ -27,26 +27,14 @@ import (
 const InstanceEnv = "SANDBOXKIT_INSTANCE"
 
 func crashSpecs() []Spec {
-	return []Spec{{
-		ID:    "cleanup.crash-restart-sweeps",
-		Rules: []string{"SESSION-4", "SESSION-1"},
-		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
-		Title: "a server command killed with SIGKILL and started again with the same " + InstanceEnv +
-			" destroys, within the crash bound, every sandbox the dead process owned, and no other: not another instance's, " +
-			"not an external one the dead process used, not an untagged one",
-		Optional: "kills and restarts the server process: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL",
-		Process:  true,
-		Body:     specCrashRestartSweeps,
-	}, {
-		ID:    "cleanup.crash-live-sibling-spared",
-		Rules: []string{"SESSION-4"},
-		Tools: []string{"create_sandbox", "run_command", "get_sandbox"},
-		Title: "a second server command started with the same " + InstanceEnv + " while the first still serves destroys nothing of the " +
-			"first's: its sandboxes live, untouched, and the first's next calls on them succeed",
-		Optional: "starts a second process of the server: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL",
-		Process:  true,
-		Body:     specCrashLiveSiblingSpared,
-	}}
+	return []Spec{
+		{ID: "cleanup.crash-restart-sweeps", Rules: []string{"SESSION-4", "SESSION-1"}, Tools: []string{"create_sandbox", "run_command", "get_sandbox"}, Process: true, Body: specCrashRestartSweeps,
+			Title:    "a server command killed with SIGKILL and started again with the same " + InstanceEnv + " destroys, within the crash bound, every sandbox the dead process owned, and no other: not another instance's, not an external one the dead process used, not an untagged one",
+			Optional: "kills and restarts the server process: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL"},
+		{ID: "cleanup.crash-live-sibling-spared", Rules: []string{"SESSION-4"}, Tools: []string{"create_sandbox", "run_command", "get_sandbox"}, Process: true, Body: specCrashLiveSiblingSpared,
+			Title:    "a second server command started with the same " + InstanceEnv + " while the first still serves destroys nothing of the first's: its sandboxes live, untouched, and the first's next calls on them succeed",
+			Optional: "starts a second process of the server: runs only for a stdio server command (in an in-process run, the reference server's command when the run has it), skipped for a URL"},
+	}
 }
 
 // specCrashLiveSiblingSpared starts a second process under a live one's

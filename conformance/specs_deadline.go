@@ -442,11 +442,8 @@ func deadlineReport(cases []*deadlineCase, d, grace time.Duration, samples int) 
 func deadlineSpecs() []Spec {
 	var specs []Spec
 	for _, f := range deadlineFaults() {
-		specs = append(specs, Spec{
-			ID: "errors." + f.name, Title: f.title,
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3"},
-			Body:  deadlineBody(f),
-		})
+		specs = append(specs, Spec{ID: "errors." + f.name, Rules: []string{"ERR-1", "ERR-2", "ERR-3"}, Body: deadlineBody(f),
+			Title: f.title})
 	}
 	return specs
 }

@@ -2,12 +2,14 @@ package conformance
 
 import (
 	"context"
-	"github.com/sandboxkit/sandboxkit/fakeprovider"
+	"fmt"
+	"sync"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 
+	"github.com/sandboxkit/sandboxkit/fakeprovider"
 	"github.com/sandboxkit/sandboxkit/sandbox"
 )
 
@@ -16,70 +18,26 @@ import (
 
 func defaultSpecs() []Spec {
 	return []Spec{
-		{
-			ID:    "default.create-sets-default",
-			Rules: []string{"CREATE-5", "GET-1"},
-			Tools: []string{"create_sandbox", "get_sandbox"},
-			Title: "create_sandbox makes the new sandbox the session's default, and a second create moves the default to the newer one",
-			Body:  specCreateSetsDefault,
-		},
-		{
-			ID:    "default.explicit-get-keeps-default",
-			Rules: []string{"GET-1", "GET-4"},
-			Tools: []string{"create_sandbox", "get_sandbox"},
-			Title: "get_sandbox with an explicit sandbox_id, owned or external, does not change the default",
-			Body:  specExplicitGetKeepsDefault,
-		},
-		{
-			ID:    "default.no-default-lifecycle",
-			Rules: []string{"GET-2", "TIMEOUT-2", "SESSION-2"},
-			Tools: []string{"get_sandbox", "set_sandbox_timeout", "kill_sandbox"},
-			Title: "without a default sandbox, get_sandbox {} and set_sandbox_timeout {timeout} are tool errors that make no " +
-				"platform request and create nothing, and kill_sandbox {} creates nothing",
-			Body: specNoDefaultLifecycle,
-		},
-		{
-			ID:    "default.timeout-uses-default",
-			Rules: []string{"TIMEOUT-2"},
-			Tools: []string{"create_sandbox", "set_sandbox_timeout"},
-			Title: "set_sandbox_timeout without sandbox_id updates the session's default sandbox and no other",
-			Body:  specTimeoutUsesDefault,
-		},
-		{
-			ID:    "default.list-never-sets-default",
-			Rules: []string{"LIST-2"},
-			Tools: []string{"list_sandboxes", "create_sandbox", "get_sandbox", "run_command"},
-			Title: "list_sandboxes never picks or changes the default: without one there is still none, with one it stays",
-			Body:  specListNeverSetsDefault,
-		},
-		{
-			ID:    "default.kill-clears-default",
-			Rules: []string{"SESSION-3"},
-			Tools: []string{"create_sandbox", "kill_sandbox", "get_sandbox", "set_sandbox_timeout"},
-			Title: "kill_sandbox {} kills the default sandbox and clears the default, so a following get_sandbox {} is a tool error",
-			Body:  specKillClearsDefault,
-		},
-		{
-			ID:    "default.kill-gone-default",
-			Rules: []string{"SESSION-3"},
-			Tools: []string{"create_sandbox", "kill_sandbox"},
-			Title: "kill_sandbox {} on a default sandbox that has already expired is a not_found tool error",
-			Body:  specKillGoneDefault,
-		},
-		{
-			ID:    "default.exec-creates-default",
-			Rules: []string{"SESSION-2", "CREATE-5"},
-			Tools: []string{"run_command", "get_sandbox"},
-			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the default and is owned",
-			Body:  specExecCreatesDefault,
-		},
-		{
-			ID:    "default.sessions-independent",
-			Rules: []string{"SESSION-1", "SESSION-2"},
-			Tools: []string{"create_sandbox", "get_sandbox", "run_command"},
-			Title: "two sessions have independent defaults: one session's create is not the other's default",
-			Body:  specSessionsIndependent,
-		},
+		{ID: "default.create-sets-default", Rules: []string{"CREATE-5", "GET-1"}, Tools: []string{"create_sandbox", "get_sandbox"}, Body: specCreateSetsDefault,
+			Title: "create_sandbox makes the new sandbox the session's default, and a second create moves the default to the newer one"},
+		{ID: "default.explicit-get-keeps-default", Rules: []string{"GET-1", "GET-4"}, Tools: []string{"create_sandbox", "get_sandbox"}, Body: specExplicitGetKeepsDefault,
+			Title: "get_sandbox with an explicit sandbox_id, owned or external, does not change the default"},
+		{ID: "default.no-default-lifecycle", Rules: []string{"GET-2", "TIMEOUT-2", "SESSION-2"}, Tools: []string{"get_sandbox", "set_sandbox_timeout", "kill_sandbox"}, Body: specNoDefaultLifecycle,
+			Title: "without a default sandbox, get_sandbox {} and set_sandbox_timeout {timeout} are tool errors that make no platform request and create nothing, and kill_sandbox {} creates nothing"},
+		{ID: "default.timeout-uses-default", Rules: []string{"TIMEOUT-2"}, Tools: []string{"create_sandbox", "set_sandbox_timeout"}, Body: specTimeoutUsesDefault,
+			Title: "set_sandbox_timeout without sandbox_id updates the session's default sandbox and no other"},
+		{ID: "default.list-never-sets-default", Rules: []string{"LIST-2"}, Tools: []string{"list_sandboxes", "create_sandbox", "get_sandbox", "run_command"}, Body: specListNeverSetsDefault,
+			Title: "list_sandboxes never picks or changes the default: without one there is still none, with one it stays"},
+		{ID: "default.kill-clears-default", Rules: []string{"SESSION-3"}, Tools: []string{"create_sandbox", "kill_sandbox", "get_sandbox", "set_sandbox_timeout"}, Body: specKillClearsDefault,
+			Title: "kill_sandbox {} kills the default sandbox and clears the default, so a following get_sandbox {} is a tool error"},
+		{ID: "default.kill-gone-default", Rules: []string{"SESSION-3"}, Tools: []string{"create_sandbox", "kill_sandbox"}, Body: specKillGoneDefault,
+			Title: "kill_sandbox {} on a default sandbox that has already expired is a not_found tool error"},
+		{ID: "default.exec-creates-default", Rules: []string{"SESSION-2", "CREATE-5"}, Tools: []string{"run_command", "get_sandbox"}, Body: specExecCreatesDefault,
+			Title: "run_command without sandbox_id and without a default creates one sandbox that becomes the default and is owned"},
+		{ID: "default.sessions-independent", Rules: []string{"SESSION-1", "SESSION-2"}, Tools: []string{"create_sandbox", "get_sandbox", "run_command"}, Body: specSessionsIndependent,
+			Title: "two sessions have independent defaults: one session's create is not the other's default"},
+		{ID: "default.concurrent-implicit-create", Rules: []string{"SESSION-2", "SESSION-1"}, Tools: []string{"run_command"}, Body: specConcurrentImplicitCreate,
+			Title: "data-plane calls sent at once without sandbox_id and without a default create exactly one sandbox, all run in it, and the close destroys it once"},
 	}
 }
 
@@ -261,4 +219,64 @@ func specSessionsIndependent(ctx context.Context, tc *TestContext) {
 	tc.closeSession(ctx, s2, b)
 	gomega.Expect(tc.live(a)).To(gomega.BeTrue(), "closing session 2 destroyed session 1's sandbox")
 	s1.expectDefault(ctx, a, "session 1 after session 2 closed")
+}
+
+// concurrentImplicitCalls are data-plane calls without sandbox_id that may
+// each create the session's default sandbox; sent at once, exactly one
+// sandbox must result (SESSION-2).
+var concurrentImplicitCalls = []struct {
+	tool string
+	args map[string]any
+}{
+	{"run_command", map[string]any{"command": "echo one"}},
+	{"run_command", map[string]any{"command": "echo two"}},
+	{"write_file", map[string]any{"path": "/home/user/concurrent.txt", "content": "x"}},
+	{"list_files", map[string]any{"path": "/home/user"}},
+	{"run_code", map[string]any{"code": "echo three", "language": "bash"}},
+	{"start_background_command", map[string]any{"command": "echo four"}},
+}
+
+// concurrentCreateDelay holds the platform's answer to the first create, so
+// that every concurrent call arrives while it is in flight.
+const concurrentCreateDelay = 400 * time.Millisecond
+
+func specConcurrentImplicitCreate(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	type call struct {
+		tool string
+		args map[string]any
+	}
+	var calls []call
+	for _, c := range concurrentImplicitCalls {
+		if tc.Advertised(c.tool) != nil {
+			calls = append(calls, call{c.tool, c.args})
+		}
+	}
+	slow := tc.Fake.InjectFault(fakeprovider.Fault{Op: sandbox.OpCreateSandbox, Delay: concurrentCreateDelay})
+	defer slow.Clear()
+	tc.Fake.Journal().Reset()
+
+	results := make([]*Result, len(calls))
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Go(func() { results[i] = s.Call(ctx, c.tool, c.args) })
+	}
+	wg.Wait()
+	for i, r := range results {
+		gomega.Expect(r.IsError).To(gomega.BeFalse(), "concurrent call %d (%s) failed: %s", i+1, calls[i].tool, truncate(r.Text, 300))
+		tc.ExpectSuccess(r)
+	}
+	creates := tc.Fake.Journal().Count(sandbox.OpCreateSandbox)
+	gomega.Expect(creates).To(gomega.Equal(1),
+		"%d calls sent at once without a default made %d create requests: the session must create one default and share it", len(calls), creates)
+	live := tc.Fake.LiveSandboxes()
+	gomega.Expect(live).To(gomega.HaveLen(1), "sandboxes running after %d concurrent implicit calls", len(calls))
+	def := live[0].ID
+	for _, e := range tc.journal() {
+		if e.Envd {
+			gomega.Expect(e.SandboxID).To(gomega.Equal(def), "a concurrent call ran in %s, not in the one default %s (%s)", e.SandboxID, def, e.Op)
+		}
+	}
+	tc.closeSession(ctx, s, def)
+	tc.expectKilledOnce(fmt.Sprintf("after the session of %d concurrent implicit calls closed", len(calls)), def)
 }

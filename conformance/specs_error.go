@@ -54,45 +54,20 @@ func errorSpecs() []Spec {
 		default:
 			title = "turns a malformed success body on every tool's platform call into a provider_error tool error (or a success where the call has no body), no raw body, and a usable session"
 		}
-		specs = append(specs, Spec{
-			ID: "errors." + f.name, Title: title, Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body: errsMatrix(errsPlatformModes, []errsFault{f}),
-		})
+		specs = append(specs, Spec{ID: "errors." + f.name, Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"}, Body: errsMatrix(errsPlatformModes, []errsFault{f}),
+			Title: title})
 	}
 	specs = append(specs,
-		Spec{
-			ID:    "errors.envd-files",
-			Title: "maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable",
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body:  errsMatrix(errsEnvdFileModes, errsFaults()),
-		},
-		Spec{
-			ID:    "errors.envd-rpc",
-			Title: "maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable",
-			Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"},
-			Body:  errsMatrix(errsEnvdRPCModes, errsFaults()),
-		},
-		Spec{
-			ID:    "errors.create-rejected",
-			Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"},
-			Tools: []string{"create_sandbox"},
-			Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing",
-			Body:  specCreateRejected,
-		},
-		Spec{
-			ID:    "errors.kill-gone",
-			Rules: []string{"SESSION-3", "ERR-1", "ERR-2"},
-			Tools: []string{"kill_sandbox", "create_sandbox"},
-			Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable",
-			Body:  specKillGone,
-		},
-		Spec{
-			ID:    "errors.missing-path",
-			Rules: []string{"FILE-4", "ERR-1", "ERR-2"},
-			Tools: []string{"read_file", "list_files", "download_file"},
-			Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable",
-			Body:  specMissingPath,
-		},
+		Spec{ID: "errors.envd-files", Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"}, Body: errsMatrix(errsEnvdFileModes, errsFaults()),
+			Title: "maps every status, reset and malformed answer of the daemon's file routes (read, write, upload, download, run_code's upload) to the status's category with its http_status and static hint, and the session stays usable"},
+		Spec{ID: "errors.envd-rpc", Rules: []string{"ERR-1", "ERR-2", "ERR-3", "ERR-4"}, Body: errsMatrix(errsEnvdRPCModes, errsFaults()),
+			Title: "maps every status, reset and malformed answer of the daemon's process and filesystem RPCs (run_command, start and kill_background_command, list_files) to the status's category with its http_status and static hint, and the session stays usable"},
+		Spec{ID: "errors.create-rejected", Rules: []string{"CREATE-3", "ERR-1", "ERR-2", "ERR-3"}, Tools: []string{"create_sandbox"}, Body: specCreateRejected,
+			Title: "reports a platform rejection of valid create_sandbox arguments (resources the provider does not accept, an unknown template) as a categorized tool error with its http_status, creating nothing"},
+		Spec{ID: "errors.kill-gone", Rules: []string{"SESSION-3", "ERR-1", "ERR-2"}, Tools: []string{"kill_sandbox", "create_sandbox"}, Body: specKillGone,
+			Title: "kill_sandbox of a sandbox already killed (owned or external) or expired is a not_found tool error with http_status 404, and the session stays usable"},
+		Spec{ID: "errors.missing-path", Rules: []string{"FILE-4", "ERR-1", "ERR-2"}, Tools: []string{"read_file", "list_files", "download_file"}, Body: specMissingPath,
+			Title: "read_file, list_files and download_file of a missing path are not_found tool errors, on owned and external sandboxes, and the session stays usable"},
 	)
 	return specs
 }

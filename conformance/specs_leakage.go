@@ -43,45 +43,20 @@ var leakPlanted = []string{leakMetaKey, leakMetaValue, leakEnvName, leakEnvValue
 
 func leakageSpecs() []Spec {
 	return []Spec{
-		{
-			ID:    "leakage.lifecycle-success",
-			Title: "create, get (owned and external), list, set_sandbox_timeout and kill_sandbox succeed with structuredContent valid against their output schemas, and neither their results nor the server's log hold a token, environment variable, user metadata, client ID, domain, API key, URL or stack trace",
-			Rules: []string{"META-4", "CREATE-6", "ERR-3", "TOOLS-3"},
-			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout", "kill_sandbox"},
-			Body:  specLifecycleSuccess,
-		},
-		{
-			ID:    "leakage.dataplane-success",
-			Title: "every execution, file, background and binary tool succeeds on owned and external sandboxes with structuredContent valid against its output schema, and neither its result nor the server's log holds a secret of the fake, a URL or a stack trace",
-			Rules: []string{"META-4", "ERR-3", "TOOLS-3"},
-			Body:  specDataplaneSuccess,
-		},
-		{
-			ID:    "leakage.faults",
-			Title: "under every fault kind (each status with the fake's canary body or a body holding a raw message, an internal URL and a stack trace; a reset; a malformed body) on every tool's platform and daemon calls, no result and no log line holds any of them",
-			Rules: []string{"ERR-3", "META-4"},
-			Body:  specFaults,
-		},
-		{
-			ID:    "leakage.validation-no-echo",
-			Title: "a rejected call of every tool echoes no part of a distinctive submitted value, neither in its result nor in the server's log",
-			Rules: []string{"VAL-6", "ERR-3"},
-			Body:  specValidationNoEcho,
-		},
-		{
-			ID:    "leakage.metadata-shape",
-			Title: "create, get and list return metadata with exactly the nine keys, times in RFC 3339 UTC or null, and the bare sandbox_id of the default provider, which set_sandbox_timeout, kill_sandbox and start_background_command return bare too",
-			Rules: []string{"META-1", "META-2", "META-5", "CREATE-6"},
-			Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes"},
-			Body:  specMetadataShape,
-		},
-		{
-			ID:    "leakage.metadata-unreported",
-			Title: "a resource or time the platform did not report is null in get and list results, never 0 or an empty string, and the nine keys stay",
-			Rules: []string{"META-3", "META-2", "META-1"},
-			Tools: []string{"get_sandbox", "list_sandboxes"},
-			Body:  specMetadataUnreported,
-		},
+		{ID: "leakage.lifecycle-success", Rules: []string{"META-4", "CREATE-6", "ERR-3", "TOOLS-3"}, Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes", "set_sandbox_timeout", "kill_sandbox"}, Body: specLifecycleSuccess,
+			Title: "create, get (owned and external), list, set_sandbox_timeout and kill_sandbox succeed with structuredContent valid against their output schemas, and neither their results nor the server's log hold a token, environment variable, user metadata, client ID, domain, API key, URL or stack trace"},
+		{ID: "leakage.dataplane-success", Rules: []string{"META-4", "ERR-3", "TOOLS-3"}, Body: specDataplaneSuccess,
+			Title: "every execution, file, background and binary tool succeeds on owned and external sandboxes with structuredContent valid against its output schema, and neither its result nor the server's log holds a secret of the fake, a URL or a stack trace"},
+		{ID: "leakage.faults", Rules: []string{"ERR-3", "META-4"}, Body: specFaults,
+			Title: "under every fault kind (each status with the fake's canary body or a body holding a raw message, an internal URL and a stack trace; a reset; a malformed body) on every tool's platform and daemon calls, no result and no log line holds any of them"},
+		{ID: "leakage.validation-no-echo", Rules: []string{"VAL-6", "ERR-3"}, Body: specValidationNoEcho,
+			Title: "a rejected call of every tool echoes no part of a distinctive submitted value, neither in its result nor in the server's log"},
+		{ID: "leakage.metadata-shape", Rules: []string{"META-1", "META-2", "META-5", "CREATE-6"}, Tools: []string{"create_sandbox", "get_sandbox", "list_sandboxes"}, Body: specMetadataShape,
+			Title: "create, get and list return metadata with exactly the nine keys, times in RFC 3339 UTC or null, and the bare sandbox_id of the default provider, which set_sandbox_timeout, kill_sandbox and start_background_command return bare too"},
+		{ID: "leakage.metadata-unreported", Rules: []string{"META-3", "META-2", "META-1"}, Tools: []string{"get_sandbox", "list_sandboxes"}, Body: specMetadataUnreported,
+			Title: "a resource or time the platform did not report is null in get and list results, never 0 or an empty string, and the nine keys stay"},
+		{ID: "leakage.metadata-times-in-utc", Rules: []string{"META-2"}, Tools: []string{"get_sandbox", "list_sandboxes"}, Body: specMetadataTimesInUTC,
+			Title: "times the platform writes with a UTC offset (+05:30, -08:00) come back from get_sandbox and list_sandboxes converted to UTC, the same instants"},
 	}
 }
 
@@ -434,4 +409,45 @@ func leakKV(m map[string]any) []any {
 		kv = append(kv, k, v)
 	}
 	return kv
+}
+
+// metadataZones are the offsets a platform might answer in: a half-hour
+// zone east of UTC and one west of it.
+var metadataZones = []*time.Location{
+	time.FixedZone("UTC+05:30", 5*3600+1800),
+	time.FixedZone("UTC-08:00", -8*3600),
+}
+
+func specMetadataTimesInUTC(ctx context.Context, tc *TestContext) {
+	s := tc.Connect(ctx)
+	c := newErrsChecker(tc)
+	var ids []string
+	for _, zone := range metadataZones {
+		ids = append(ids, tc.Seed(fakeprovider.SandboxSeed{Zone: zone, EndAt: tc.Clock.Now().Add(time.Hour)}))
+	}
+	list := leakCall(ctx, tc, c, s, "list_sandboxes", "list_sandboxes", map[string]any{})
+	for _, id := range ids {
+		rec, _ := tc.Fake.Sandbox(id)
+		for label, m := range map[string]map[string]any{
+			"get_sandbox":    leakCall(ctx, tc, c, s, "get_sandbox", "get_sandbox", map[string]any{"sandbox_id": id}).Structured,
+			"list_sandboxes": leakListed(list, id),
+		} {
+			if m == nil {
+				c.addf("%s: no metadata for %s", label, id)
+				continue
+			}
+			c.metadata(label, m, id)
+			for key, want := range map[string]time.Time{"started_at": rec.StartedAt, "end_at": rec.EndAt} {
+				v, _ := m[key].(string)
+				got, err := time.Parse(time.RFC3339Nano, v)
+				if err != nil {
+					continue // c.metadata reported it
+				}
+				if d := got.Sub(want); d > time.Second || d < -time.Second {
+					c.addf("%s: %s of %s is %s, but the platform said %s: not the same instant", label, key, id, v, want.UTC().Format(time.RFC3339))
+				}
+			}
+		}
+	}
+	c.done()
 }

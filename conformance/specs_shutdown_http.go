@@ -21,22 +21,10 @@ import (
 const shutdownCallsPerSession = 2
 
 func shutdownHTTPSpecs() []Spec {
-	return []Spec{{
-		ID:    "cleanup.shutdown-answers-http-calls",
-		Rules: []string{"SESSION-1"},
-		Tools: []string{"create_sandbox", "run_command"},
-		Title: "shutting down a server with calls in flight on two Streamable HTTP sessions answers every call " +
-			"(a result or a JSON-RPC error, never a cut stream), then destroys every sandbox the sessions owned, once",
-		Optional: "shuts down a server it serves over HTTP itself: runs only against the in-process reference server",
-		Body:     specShutdownAnswersHTTPCalls,
-	}, signalsServer(Spec{
-		ID:    "cleanup.shutdown-answers-stdio-calls",
-		Rules: []string{"SESSION-1"},
-		Tools: []string{"create_sandbox", "run_command"},
-		Title: "sending SIGTERM to a stdio server with calls in flight answers every call " +
-			"(a result or a JSON-RPC error, never stdout closed without it), then destroys every sandbox the session owned, once",
-		Body: specShutdownAnswersStdioCalls,
-	})}
+	return []Spec{{ID: "cleanup.shutdown-answers-http-calls", Rules: []string{"SESSION-1"}, Tools: []string{"create_sandbox", "run_command"}, Body: specShutdownAnswersHTTPCalls,
+		Title:    "shutting down a server with calls in flight on two Streamable HTTP sessions answers every call (a result or a JSON-RPC error, never a cut stream), then destroys every sandbox the sessions owned, once",
+		Optional: "shuts down a server it serves over HTTP itself: runs only against the in-process reference server"}, signalsServer(Spec{ID: "cleanup.shutdown-answers-stdio-calls", Rules: []string{"SESSION-1"}, Tools: []string{"create_sandbox", "run_command"}, Body: specShutdownAnswersStdioCalls,
+		Title: "sending SIGTERM to a stdio server with calls in flight answers every call (a result or a JSON-RPC error, never stdout closed without it), then destroys every sandbox the session owned, once"})}
 }
 
 // signalsServer marks s as a spec that shuts the server down with SIGTERM:
