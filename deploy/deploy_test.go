@@ -313,19 +313,45 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 	defer cancel()
 
 	const sessions = 24
+	all, count := spreadSessions(ctx, t, c, sessions)
+	checkSessionsStick(ctx, t, all)
+	// What replica-1 owns before replica-0 dies, for checkSurvivors.
+	survivorsBefore := c.owned(ctx, "replica-1")
+	killAndRestartReplica0(ctx, t, c, all, count[0])
+	checkSurvivors(ctx, t, c, all, survivorsBefore)
+	checkLostSessions(ctx, t, c, all)
+	killSurvivorWithoutRestart(ctx, t, c)
+}
+
+// connectThroughProxy opens a client session through the cluster's proxy
+// at the given protocol version, closed when the test ends; the test fails
+// if it cannot connect.
+func connectThroughProxy(ctx context.Context, t *testing.T, c *cluster, client *mcp.Client, version string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + c.lb + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		t.Fatalf("connect through the proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// spreadSessions connects n sessions through the proxy, each creating and
+// using its default sandbox, and records which replica holds each one
+// from the platform's ownership record. It checks that every session's
+// sandbox is owned by a replica and that round robin used both (each holds
+// at least a quarter), and returns the sessions and the count per replica.
+func spreadSessions(ctx context.Context, t *testing.T, c *cluster, n int) ([]*mcpSession, [2]int) {
+	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "deploy-test", Version: "0"}, nil)
-	all := make([]*mcpSession, 0, sessions)
-	for range sessions {
+	all := make([]*mcpSession, 0, n)
+	for range n {
 		// A pinned version: this SDK's client otherwise first offers a
 		// newer, sessionless version, which the server refuses (400), and
 		// retries; round robin would then send every refused first try to
 		// one replica and every session to the other.
-		cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + c.lb + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true},
-			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
-		if err != nil {
-			t.Fatalf("connect through the proxy: %v", err)
-		}
-		t.Cleanup(func() { _ = cs.Close() })
+		cs := connectThroughProxy(ctx, t, c, client, "2025-11-25")
 		id, err := useDefault(ctx, cs)
 		if err != nil {
 			t.Fatal(err)
@@ -344,11 +370,17 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 		}
 	}
 	t.Logf("sessions per replica: replica-0 %d, replica-1 %d", count[0], count[1])
-	if count[0]+count[1] != sessions || count[0] < sessions/4 || count[1] < sessions/4 {
-		t.Fatalf("sessions per replica %v of %d: want every session's sandbox owned by a replica, and both used", count, sessions)
+	if count[0]+count[1] != n || count[0] < n/4 || count[1] < n/4 {
+		t.Fatalf("sessions per replica %v of %d: want every session's sandbox owned by a replica, and both used", count, n)
 	}
-	// Stickiness: every later call of a session reaches the replica that
-	// holds it, so its default sandbox stays the same.
+	return all, count
+}
+
+// checkSessionsStick checks stickiness: every later call of a session, two
+// rounds over all of them, reaches the replica that holds it, so its
+// default sandbox stays the same.
+func checkSessionsStick(ctx context.Context, t *testing.T, all []*mcpSession) {
+	t.Helper()
 	for round := range 2 {
 		for _, s := range all {
 			id, err := useDefault(ctx, s.cs)
@@ -357,10 +389,16 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 			}
 		}
 	}
+}
 
-	// SIGKILL replica-0 mid-session, with a command running in one of its
-	// sessions; the orchestrator starts it again.
-	survivorsBefore := c.owned(ctx, "replica-1")
+// killAndRestartReplica0 sends SIGKILL to replica-0 mid-session, with a
+// command running in one of its sessions, and starts it again as the
+// orchestrator would. It checks that the command in flight fails, that the
+// kill alone cleans up none of replica-0's owned sandboxes (all of them
+// still listed), and that the restarted replica has swept its previous
+// life's sandboxes by the time it listens and logged its start sweep.
+func killAndRestartReplica0(ctx context.Context, t *testing.T, c *cluster, all []*mcpSession, owned0 int) {
+	t.Helper()
 	inFlight := make(chan error, 1)
 	for _, s := range all {
 		if s.replica == 0 {
@@ -386,21 +424,27 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 	case <-time.After(hangGuard):
 		t.Errorf("a command in flight on the killed replica had not failed %v later", hangGuard)
 	}
-	if n := len(c.owned(ctx, "replica-0")); n != count[0] {
-		t.Fatalf("after SIGKILL %d of replica-0's sandboxes are listed, want all %d still running (nothing cleaned up)", n, count[0])
+	if n := len(c.owned(ctx, "replica-0")); n != owned0 {
+		t.Fatalf("after SIGKILL %d of replica-0's sandboxes are listed, want all %d still running (nothing cleaned up)", n, owned0)
 	}
 	// The restarted replica sweeps before it listens: once it listens, its
 	// previous life's sandboxes are gone.
 	c.startReplica(0)
 	if left := c.owned(ctx, "replica-0"); len(left) != 0 {
-		t.Fatalf("replica-0 listens again with %d of its previous life's %d sandboxes still running: no sweep before serving", len(left), count[0])
+		t.Fatalf("replica-0 listens again with %d of its previous life's %d sandboxes still running: no sweep before serving", len(left), owned0)
 	}
-	t.Logf("SIGKILL to restarted replica listening with its orphans destroyed: %v (%d orphans)", time.Since(killed).Round(time.Millisecond), count[0])
+	t.Logf("SIGKILL to restarted replica listening with its orphans destroyed: %v (%d orphans)", time.Since(killed).Round(time.Millisecond), owned0)
 	if !strings.Contains(c.replicas[0].out.String(), "start sweep done") {
 		t.Errorf("the restarted replica did not log its start sweep:\n%s", c.replicas[0].out.String())
 	}
+}
 
-	// The survivor's sessions continue untouched: same sandboxes, still working.
+// checkSurvivors checks that the surviving replica-1's sessions continue
+// untouched after replica-0's kill and restart: it owns as many sandboxes
+// as before, and each of its sessions keeps the same default sandbox, still
+// working.
+func checkSurvivors(ctx context.Context, t *testing.T, c *cluster, all []*mcpSession, survivorsBefore map[string]bool) {
+	t.Helper()
 	if after := c.owned(ctx, "replica-1"); len(after) != len(survivorsBefore) {
 		t.Errorf("replica-1 owned %d sandboxes before the kill and %d after", len(survivorsBefore), len(after))
 	}
@@ -413,7 +457,13 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 			t.Errorf("a survivor's session: default %q (err %v), want %s", id, err, s.sandbox)
 		}
 	}
-	// A lost session gets 404 "session not found": raw, and through the SDK.
+}
+
+// checkLostSessions checks that each session lost with replica-0 gets 404
+// "session not found", raw and through the SDK, and that the raw answer
+// names no session's sandbox.
+func checkLostSessions(ctx context.Context, t *testing.T, c *cluster, all []*mcpSession) {
+	t.Helper()
 	for _, s := range all {
 		if s.replica != 0 {
 			continue
@@ -431,13 +481,17 @@ func TestReplicaKilledBehindHAProxy(t *testing.T) {
 			t.Error("a lost session's call through the SDK succeeded")
 		}
 	}
-	// The survivor dies too and nobody starts it again: the lease ends its
-	// sandboxes. The contract's bound is checked on the platform's record,
-	// not by watching a clock: with no renewal after the kill, each
-	// sandbox's end is at most the owner lease after it (the fake platform
-	// and this test read the same system clock). The wait for the platform
-	// to end them is only hang-guarded.
-	killed = time.Now()
+}
+
+// killSurvivorWithoutRestart kills replica-1 too, and nobody starts it
+// again: the lease ends its sandboxes. The contract's bound is checked on
+// the platform's record, not by watching a clock: with no renewal after
+// the kill, each sandbox's end is at most the owner lease after it (the
+// fake platform and this test read the same system clock). The wait for
+// the platform to end them is only hang-guarded.
+func killSurvivorWithoutRestart(ctx context.Context, t *testing.T, c *cluster) {
+	t.Helper()
+	killed := time.Now()
 	c.replicas[1].kill()
 	infos, err := c.platform.List(ctx, &sandbox.ListOptions{Metadata: map[string]string{server.InstanceTagKey: "replica-1"}})
 	listed := time.Now()

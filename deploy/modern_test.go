@@ -28,19 +28,28 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	client := mcp.NewClient(&mcp.Implementation{Name: "deploy-test", Version: "0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + c.lb + "/mcp", MaxRetries: -1, DisableStandaloneSSE: true},
-		&mcp.ClientSessionOptions{ProtocolVersion: server.ModernProtocolVersion})
-	if err != nil {
-		t.Fatalf("connect through the proxy: %v", err)
-	}
-	t.Cleanup(func() { _ = cs.Close() })
+	cs := connectThroughProxy(ctx, t, c, client, server.ModernProtocolVersion)
 	if id := cs.ID(); id != "" {
 		t.Errorf("a modern client got session ID %q", id)
 	}
 
 	const sandboxes, policy = 6, 120
-	ids := make([]string, 0, sandboxes)
-	for range sandboxes {
+	ids := createSandboxesAcrossReplicas(ctx, t, cs, sandboxes, policy)
+	checkBackgroundCommandAcrossReplicas(ctx, t, cs, ids[0])
+	checkRoundRobinSpread(t, c)
+	killReplica0UnderLoad(ctx, t, c, cs, ids)
+	checkSandboxesAfterKill(ctx, t, c, cs, ids, policy)
+	checkKillSandboxLeavesRest(ctx, t, c, cs, ids)
+}
+
+// createSandboxesAcrossReplicas creates n sandboxes with the lease policy
+// (in seconds), writes a file in each, and checks that the file reads back
+// twice: state written through one replica is read through the other. It
+// returns the sandbox IDs.
+func createSandboxesAcrossReplicas(ctx context.Context, t *testing.T, cs *mcp.ClientSession, n, policy int) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	for range n {
 		got, err := call(ctx, cs, "create_sandbox", map[string]any{"timeout": policy})
 		if err != nil {
 			t.Fatal(err)
@@ -60,9 +69,16 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 			}
 		}
 	}
-	// A background command started through one replica is read and
-	// killed through either (HANDLE-2): its output lives in the sandbox.
-	cmd, err := call(ctx, cs, "start_background_command", map[string]any{"sandbox_id": ids[0], "command": "echo out; echo err >&2; sleep 600"})
+	return ids
+}
+
+// checkBackgroundCommandAcrossReplicas checks that a background command
+// started through one replica is read and killed through either
+// (HANDLE-2): its output lives in the sandbox. Four reads each see its
+// stdout or nothing yet, and the kill succeeds.
+func checkBackgroundCommandAcrossReplicas(ctx context.Context, t *testing.T, cs *mcp.ClientSession, id string) {
+	t.Helper()
+	cmd, err := call(ctx, cs, "start_background_command", map[string]any{"sandbox_id": id, "command": "echo out; echo err >&2; sleep 600"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,6 +95,13 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 	if _, err := call(ctx, cs, "kill_background_command", map[string]any{"command_id": cmdID, "signal": "SIGKILL"}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// checkRoundRobinSpread checks from the replicas' logs that round robin
+// spread the calls: each replica served at least one get_background_command
+// and one read_file.
+func checkRoundRobinSpread(t *testing.T, c *cluster) {
+	t.Helper()
 	for i, r := range c.replicas {
 		if n := strings.Count(r.out.String(), "tool=get_background_command"); n == 0 {
 			t.Fatalf("replica-%d served no get_background_command: round robin did not spread the calls", i)
@@ -87,8 +110,14 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 			t.Fatalf("replica-%d served no read_file: round robin did not spread the calls", i)
 		}
 	}
+}
 
-	// Calls keep running while replica-0 dies.
+// killReplica0UnderLoad keeps run_command calls going on every sandbox
+// while replica-0 dies by SIGKILL, stops them a second after the kill, and
+// logs how many failed (those in flight on the dead replica). It checks
+// nothing: the phases after it check what the kill left.
+func killReplica0UnderLoad(ctx context.Context, t *testing.T, c *cluster, cs *mcp.ClientSession, ids []string) {
+	t.Helper()
 	var wg sync.WaitGroup
 	failures := make(chan error, 64)
 	stop := make(chan struct{})
@@ -122,9 +151,15 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 		lost++
 	}
 	t.Logf("calls that failed around the SIGKILL (in flight on the dead replica): %d", lost)
+}
 
-	// After the kill: every sandbox still runs, keeps its state and lease,
-	// and serves every call (the proxy sends them to the survivor).
+// checkSandboxesAfterKill checks that after the kill every sandbox still
+// runs, keeps its state and its lease policy, and serves every call (the
+// proxy sends them to the survivor); that its end is renewed but never
+// beyond now + policy (LEASE-2); and that no sandbox carries a replica's
+// instance tag, which a sweep would end before its lease.
+func checkSandboxesAfterKill(ctx context.Context, t *testing.T, c *cluster, cs *mcp.ClientSession, ids []string, policy int) {
+	t.Helper()
 	for _, id := range ids {
 		got, err := call(ctx, cs, "read_file", map[string]any{"sandbox_id": id, "path": "/tmp/who"})
 		if err != nil || got["content"] != id {
@@ -138,7 +173,7 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 			t.Errorf("sandbox %s: lease %q, want %d", id, md[server.LeaseTagKey], policy)
 		}
 		// LEASE-2: renewed, never beyond now + policy (whole seconds).
-		if limit := time.Now().Add((policy + 1) * time.Second); info.EndAt == nil || info.EndAt.After(limit) {
+		if limit := time.Now().Add(time.Duration(policy+1) * time.Second); info.EndAt == nil || info.EndAt.After(limit) {
 			t.Errorf("sandbox %s ends at %v, beyond now + policy (%v)", id, info.EndAt, limit)
 		}
 	}
@@ -147,8 +182,14 @@ func TestModernRoundRobinReplicaKilled(t *testing.T) {
 			t.Errorf("%d leased sandboxes carry replica-%d's instance tag: a sweep would end them before their lease", n, i)
 		}
 	}
-	// kill_sandbox ends them (half of them; the rest end by their lease,
-	// which the check above bounds); nothing else is left.
+}
+
+// checkKillSandboxLeavesRest ends the first half of the sandboxes with
+// kill_sandbox (the rest end by their lease, which checkSandboxesAfterKill
+// bounds) and checks that exactly the other half is left on the platform.
+func checkKillSandboxLeavesRest(ctx context.Context, t *testing.T, c *cluster, cs *mcp.ClientSession, ids []string) {
+	t.Helper()
+	sandboxes := len(ids)
 	for _, id := range ids[:sandboxes/2] {
 		if _, err := call(ctx, cs, "kill_sandbox", map[string]any{"sandbox_id": id}); err != nil {
 			t.Fatal(err)
