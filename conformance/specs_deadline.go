@@ -125,8 +125,11 @@ type deadlineCase struct {
 	args    map[string]any
 	sandbox string // the fault's sandbox ("" for calls that name none)
 	fault   *fakeprovider.FaultHandle
-	result  *Result
-	took    time.Duration
+	// shared is true for a fault that meets every request of its route
+	// until cleared (a list names no sandbox), the server's own too.
+	shared bool
+	result *Result
+	took   time.Duration
 }
 
 // label names the case in problem reports.
@@ -265,13 +268,14 @@ func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
 				fault.Times = 0
 			}
 			c.fault = tc.Fake.InjectFault(fault)
+			c.shared = fault.Times == 0
 		}
 		check := newErrsChecker(tc)
 		stop := gauge.watch(ctx, probe, tc.Config.CallTimeout)
 		// The kit waits longer than the server may take, to tell a late
 		// answer from none.
 		deadlineCall(ctx, cases, func() time.Duration { return d + 2*grace() }, f.parallel)
-		deadlineAwaitIdle(ctx, check, cases, f, grace)
+		deadlineAwaitIdle(ctx, check, cases, f, d, grace)
 		stop()
 		for _, c := range cases {
 			deadlineCheck(check, c, f, d, grace())
@@ -314,14 +318,26 @@ func (tc *TestContext) useDerivedDeadline(ctx context.Context, d time.Duration) 
 // deadlineAwaitIdle checks that every request the server gave up on ends:
 // the fault holds a hung request until released, so only the server's
 // cancelling it ends it now. One grace for all of them, from the end of the
-// calls.
-func deadlineAwaitIdle(ctx context.Context, check *errsChecker, cases []*deadlineCase, f deadlineFault, grace func() time.Duration) {
+// calls. A shared fault (a list's) also meets the server's own requests of
+// its route, which a server may make at any time (looking for what a failed
+// create left, retrying as the lists fail): it is cleared first, or new ones would
+// keep it busy, and one that came just before may take the server's whole
+// deadline d to be abandoned.
+func deadlineAwaitIdle(ctx context.Context, check *errsChecker, cases []*deadlineCase, f deadlineFault, d time.Duration, grace func() time.Duration) {
 	wctx, cancel := elasticContext(ctx, grace)
 	defer cancel()
+	sharedGrace := func() time.Duration { return d + grace() }
+	sctx, cancelShared := elasticContext(ctx, sharedGrace)
+	defer cancelShared()
 	for _, c := range cases {
-		if err := c.fault.WaitIdle(wctx); err != nil {
+		waitCtx, bound := wctx, grace
+		if c.shared {
+			c.fault.Clear()
+			waitCtx, bound = sctx, sharedGrace
+		}
+		if err := c.fault.WaitIdle(waitCtx); err != nil {
 			check.addf("%s: %d request(s) to the provider still in flight %v after the answer: the server stopped waiting without cancelling them",
-				c.label(f), c.fault.InFlight(), grace().Round(time.Millisecond))
+				c.label(f), c.fault.InFlight(), bound().Round(time.Millisecond))
 		}
 	}
 }
