@@ -37,9 +37,20 @@ type childRun struct {
 // binary with env added to the environment, and reads its report.
 func runChild(t *testing.T, test string, env ...string) *childRun {
 	t.Helper()
-	report := filepath.Join(t.TempDir(), "report.json")
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1")
-	cmd.Env = append(append(os.Environ(), env...), childReportEnv+"="+report)
+	cmd.Env = append(os.Environ(), env...)
+	return runChildCmd(t, cmd)
+}
+
+// runChildCmd runs cmd, a child run of this test binary whose environment
+// is set, with the report the child writes (childOptions), and reads it.
+func runChildCmd(t *testing.T, cmd *exec.Cmd) *childRun {
+	t.Helper()
+	report := filepath.Join(t.TempDir(), "report.json")
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, childReportEnv+"="+report)
 	out, err := cmd.CombinedOutput()
 	r := &childRun{out: out, err: err}
 	if data, rerr := os.ReadFile(report); rerr == nil {

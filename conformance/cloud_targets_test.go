@@ -81,9 +81,10 @@ func TestCloudModeHTTPTarget(t *testing.T) {
 	f := cloudParentTest(t)
 	child := cloudChild{mode: "http", stateDir: t.TempDir(), runID: "cloud-http", dir: filepath.Join(t.TempDir(), "bundle"),
 		httpAddr: freeLoopbackAddr(t)}
-	out, err := child.command(f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the cloud run against an HTTP server failed: %v\n%s", err, tail(out))
+	r := child.run(t, f)
+	out := r.out
+	if r.err != nil {
+		t.Fatalf("the cloud run against an HTTP server failed: %s", r.explain())
 	}
 	if bytes.Contains(out, []byte(testHTTPToken)) {
 		t.Error("the run's own output shows the bearer token")

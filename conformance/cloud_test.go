@@ -234,6 +234,13 @@ func (c cloudChild) command(f *posingFake) *exec.Cmd {
 	return cmd
 }
 
+// run runs the child with its report: a failure explains itself with the
+// failed specs' messages (childRun.explain).
+func (c cloudChild) run(t *testing.T, f *posingFake) *childRun {
+	t.Helper()
+	return runChildCmd(t, c.command(f))
+}
+
 // TestCloudChild runs the kit in cloud mode; the parent tests start it.
 func TestCloudChild(t *testing.T) {
 	mode := os.Getenv(cloudChildEnv)
@@ -250,8 +257,10 @@ func TestCloudChild(t *testing.T) {
 	case "stdio":
 		cfg.ServerCommand = []string{os.Args[0]}
 		cfg.ServerEnv = []string{stdioServerEnv + "=1"}
+		cfg.CallTimeout = raceServerCallTimeout
 	case "http":
 		targetTestHTTPServer(cfg, os.Getenv(cloudHTTPAddrEnv))
+		cfg.CallTimeout = raceServerCallTimeout
 	case "claims-foreign":
 		seams.breakage = claimsForeignAsCreated(os.Getenv(cloudForeignEnv))
 	case "skips-cleanup":
@@ -265,8 +274,15 @@ func TestCloudChild(t *testing.T) {
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}
-	runKit(t, cfg, &RunOptions{EvidenceDir: os.Getenv(cloudEvidenceEnv), LabelFilter: os.Getenv(cloudFilterEnv)}, seams)
+	runKit(t, cfg, childOptions(&RunOptions{EvidenceDir: os.Getenv(cloudEvidenceEnv), LabelFilter: os.Getenv(cloudFilterEnv)}), seams)
 }
+
+// raceServerCallTimeout bounds each MCP request of a cloud child whose
+// server is this test binary in a process of its own: a hang guard, not a
+// margin. Built with -race and beside other tests on a loaded machine, its
+// answer to binary.upload-over-cap's 22 MB message came as an error, not a
+// tool result, most likely at the default bound of 30 s.
+const raceServerCallTimeout = 3 * time.Minute
 
 // targetTestHTTPServer points cfg at this test binary started as the
 // reference server over Streamable HTTP on addr, with the test bearer
@@ -371,9 +387,9 @@ func (t *failT) Fail() { t.failed = true }
 func TestCloudModeAgainstLoopbackFake(t *testing.T) {
 	f := cloudParentTest(t)
 	child := cloudChild{mode: "pass", stateDir: t.TempDir(), runID: "cloud-pass", dir: filepath.Join(t.TempDir(), "bundle")}
-	out, err := child.command(f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the cloud run against the posing fake failed: %v\n%s", err, tail(out))
+	r := child.run(t, f)
+	if r.err != nil {
+		t.Fatalf("the cloud run against the posing fake failed: %s", r.explain())
 	}
 	f.expectOnlyForeignLeft(t)
 	f.expectKitNeverListed(t)
@@ -439,9 +455,9 @@ func expectNoFakeSecrets(t *testing.T, f *posingFake, dir string) {
 func TestCloudModeStdioTarget(t *testing.T) {
 	f := cloudParentTest(t)
 	child := cloudChild{mode: "stdio", filter: string(FamilyCloud), stateDir: t.TempDir(), runID: "cloud-stdio", dir: filepath.Join(t.TempDir(), "bundle")}
-	out, err := child.command(f).CombinedOutput()
-	if err != nil {
-		t.Fatalf("the cloud run against a stdio server failed: %v\n%s", err, tail(out))
+	r := child.run(t, f)
+	if r.err != nil {
+		t.Fatalf("the cloud run against a stdio server failed: %s", r.explain())
 	}
 	f.expectOnlyForeignLeft(t)
 	f.expectKitNeverListed(t)

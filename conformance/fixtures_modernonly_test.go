@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"os"
-	"os/exec"
 	"regexp"
 	"strings"
 	"testing"
@@ -28,11 +27,10 @@ func TestModernOnlyFixture(t *testing.T) {
 		t.Skip("builds and runs a fixture server")
 	}
 	bin := buildFixture(t, "./internal/fixtures/modernonly")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestModernOnlyFixtureChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), modernOnlyEnv+"="+bin)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the kit fails a correct modern-only server: %v\n%s", err, tail(out))
+	r := runChild(t, "TestModernOnlyFixtureChild", modernOnlyEnv+"="+bin)
+	out := r.out
+	if r.err != nil {
+		t.Fatalf("the kit fails a correct modern-only server: %s", r.explain())
 	}
 	if !regexp.MustCompile(`lease\s+6 passed\s+0 failed`).Match(out) {
 		t.Errorf("the six lease specs did not all run and pass\n%s", tail(out))
@@ -50,5 +48,5 @@ func TestModernOnlyFixtureChild(t *testing.T) {
 	}
 	cfg := NewConfig()
 	cfg.ServerCommand = []string{bin}
-	RunWith(t, cfg, &RunOptions{LabelFilter: modernOnlyFilter})
+	RunWith(t, cfg, childOptions(&RunOptions{LabelFilter: modernOnlyFilter}))
 }
