@@ -26,6 +26,9 @@ import (
 // test releases it, after the call has returned).
 const faultDeadline = 500 * time.Millisecond
 
+// matrixCreateCheck is the fault matrix's Limits.CreateCheckFor.
+const matrixCreateCheck = 5 * time.Second
+
 // dripTransport slows every response body it sees while on: one byte per
 // interval, for as long as the request's context lets it.
 type dripTransport struct {
@@ -209,7 +212,13 @@ func TestFaultMatrix(t *testing.T) {
 				drip := &dripTransport{every: faultDeadline / 10}
 				h := newHarness(t, &harnessOptions{
 					requestTimeout: faultDeadline,
-					limits:         Limits{FileTimeout: faultDeadline, DestroyTimeout: 2 * time.Second, DestroyRetryFor: 20 * time.Second},
+					// A failed create's check (LOST-1) looks for what it
+					// left for matrixCreateCheck, not the default two
+					// minutes, which every faulted create row held its
+					// session's close for: a sandbox the fake makes after
+					// all appears as soon as the fault is cleared.
+					limits: Limits{FileTimeout: faultDeadline, DestroyTimeout: 2 * time.Second, DestroyRetryFor: 20 * time.Second,
+						CreateCheckFor: matrixCreateCheck},
 					transport: func(rt http.RoundTripper) http.RoundTripper {
 						drip.next = rt
 						return drip

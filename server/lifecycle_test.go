@@ -437,7 +437,11 @@ func TestKillSandbox(t *testing.T) {
 // TestErrorCategories maps injected platform failures to categories
 // (ERR-1, ERR-2) and checks that no provider text leaks (ERR-3).
 func TestErrorCategories(t *testing.T) {
-	h := newHarness(t, nil)
+	// A failed create starts a create check (LOST-1) that the session's
+	// close waits for: a short window keeps the 13 faulted creates from
+	// holding the test for the default two minutes (lostcreate_test.go
+	// checks the window).
+	h := newHarness(t, &harnessOptions{limits: Limits{CreateCheckFor: time.Millisecond}})
 	id := h.fp.AddSandbox(fakeprovider.SandboxSeed{})
 	c := h.connect()
 	for _, tc := range []struct {
