@@ -147,10 +147,15 @@ async function exerciseEveryTool(client, era, listedNames) {
   assert.deepEqual([...called].sort(), [...listedNames].sort(), 'every listed tool was called');
 }
 
-/** tools/list: the contract's fifteen tools (section 1), each with schemas. */
+// The contract's tools (TOOLS-1): compat/tools.json, generated from the tool
+// table of conformance/contract/tools.md by go generate ./internal/toolset.
+const CONTRACT_TOOLS = JSON.parse(readFileSync(new URL('../tools.json', import.meta.url), 'utf8')).map((t) => t.name);
+
+/** tools/list: the contract's tools (section 1), each with schemas. */
 async function listTools(client) {
   const { tools } = await client.listTools();
-  assert.equal(tools.length, 15, `want the contract's fifteen tools, got ${tools.map((t) => t.name)}`);
+  assert.deepEqual(tools.map((t) => t.name).sort(), [...CONTRACT_TOOLS].sort(),
+    `want the contract's ${CONTRACT_TOOLS.length} tools (compat/tools.json), got ${tools.map((t) => t.name)}`);
   for (const t of tools) {
     assert.equal(t.inputSchema.type, 'object', `${t.name}: inputSchema`);
     assert.equal(typeof t.outputSchema, 'object', `${t.name}: outputSchema`);
@@ -194,7 +199,7 @@ for (const mode of ['default', 'auto', 'pinned']) {
     });
 
     test('negotiates its era', () => { assertEra(conn.client, mode); });
-    test('lists the fifteen tools', async () => {
+    test('lists the contract\'s tools', async () => {
       const tools = await listTools(conn.client);
       assertSameList(tools);
       listsByTransport.stdio.push(tools);
@@ -232,7 +237,7 @@ for (const mode of ['default', 'auto', 'pinned']) {
     });
 
     test('negotiates its era', () => { assertEra(conn.client, mode); });
-    test('lists the fifteen tools', async () => {
+    test('lists the contract\'s tools', async () => {
       const tools = await listTools(conn.client);
       assertSameList(tools);
       listsByTransport.http.push(tools);
