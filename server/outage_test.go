@@ -147,6 +147,12 @@ func TestLostCreateIsFound(t *testing.T) {
 	if len(lists) != 1 || !strings.Contains(lists[0].Query.Get("metadata"), CreateTagKey+"=") {
 		t.Errorf("create check lists %+v", lists)
 	}
+	// The create's entry gets its body when the fake's handler ends, which
+	// may come after the transport dropped the answer and the check ran.
+	waitFor(t, "the create's journal entry", func() bool {
+		creates := h.fp.Journal().Calls(sandbox.OpCreateSandbox)
+		return len(creates) != 1 || len(creates[0].Body) > 0
+	})
 	creates := h.fp.Journal().Calls(sandbox.OpCreateSandbox)
 	if len(creates) != 1 || !strings.Contains(string(creates[0].Body), `"`+CreateTagKey+`"`) {
 		t.Errorf("create not tagged: %+v", creates)
