@@ -259,16 +259,16 @@ func deadlineBody(f deadlineFault) func(ctx context.Context, tc *TestContext) {
 			// left, say), which must not meet the fault.
 			fault := f.fault(tc.Config, d)
 			fault.Op, fault.SandboxID, fault.Times = c.mode.op, c.sandbox, 1
-			if c.sandbox == "" && !f.waits {
-				// A request that names no sandbox (a list) cannot be told
-				// from the server's own lists of the same moment (looking
-				// for what a failed create of this spec left, say), which
-				// would take a one-time fault before the call's request:
-				// every such request meets it until the spec clears it.
+			// A request that names no sandbox (a list) cannot be told from
+			// the server's own lists of the same moment (looking for what a
+			// failed create of this spec left, say), which would take a
+			// one-time fault before the call's request: every such request
+			// meets it until the spec clears it.
+			c.shared = c.sandbox == "" && !f.waits
+			if c.shared {
 				fault.Times = 0
 			}
 			c.fault = tc.Fake.InjectFault(fault)
-			c.shared = fault.Times == 0
 		}
 		check := newErrsChecker(tc)
 		stop := gauge.watch(ctx, probe, tc.Config.CallTimeout)
@@ -320,9 +320,9 @@ func (tc *TestContext) useDerivedDeadline(ctx context.Context, d time.Duration) 
 // cancelling it ends it now. One grace for all of them, from the end of the
 // calls. A shared fault (a list's) also meets the server's own requests of
 // its route, which a server may make at any time (looking for what a failed
-// create left, retrying as the lists fail): it is cleared first, or new ones would
-// keep it busy, and one that came just before may take the server's whole
-// deadline d to be abandoned.
+// create left, retrying as the lists fail): it is cleared first, or new
+// ones would keep it busy, and one that came just before may take the
+// server's whole deadline d to be abandoned.
 func deadlineAwaitIdle(ctx context.Context, check *errsChecker, cases []*deadlineCase, f deadlineFault, d time.Duration, grace func() time.Duration) {
 	wctx, cancel := elasticContext(ctx, grace)
 	defer cancel()

@@ -312,7 +312,7 @@ func (f *conformFlags) processes(cmd *cobra.Command) (int, error) {
 		if blocker != "" {
 			return 1, nil
 		}
-		if f.serverCmd == "" && f.exec.mode == "memory" {
+		if f.serverCmd == "" && !f.exec.real() {
 			return defaultInProcessProcs, nil
 		}
 		return defaultProcs, nil

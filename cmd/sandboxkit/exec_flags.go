@@ -22,9 +22,13 @@ func (e *execFlags) add(f *pflag.FlagSet) {
 	f.StringVar(&e.rootFS, "rootfs", "/", `with --exec namespace, the read-only lower layer of every sandbox's root filesystem`)
 }
 
+// real reports whether the chosen mode makes real sandboxes (processes on
+// the host), not in-memory ones.
+func (e *execFlags) real() bool { return e.mode == "namespace" }
+
 // kind names the sandboxes the chosen mode makes, for the console.
 func (e *execFlags) kind() string {
-	if e.mode == "namespace" {
+	if e.real() {
 		return "real (namespace) sandboxes of " + e.rootFS
 	}
 	return "in-memory sandboxes"
